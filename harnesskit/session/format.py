@@ -1,0 +1,100 @@
+"""Constants of the pi session format (v3) and the small constructors every writer shares.
+
+Everything here matches what pi 0.73.1 writes, so files we write open in pi (contract §4).
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+import uuid
+from collections.abc import Container
+from datetime import UTC, datetime
+
+CURRENT_VERSION = 3
+HIGHEST_READABLE = CURRENT_VERSION
+
+ENTRY_TYPES = (
+    "message",
+    "model_change",
+    "thinking_level_change",
+    "compaction",
+    "branch_summary",
+    "custom",
+    "custom_message",
+    "label",
+    "session_info",
+)
+ROLES = ("user", "assistant", "toolResult", "bashExecution", "custom")
+STOP_REASONS = ("stop", "length", "toolUse", "error", "aborted")
+
+
+def zero_usage() -> dict:
+    """pi needs `usage` to be an object on every assistant message (pi-reference §9)."""
+    return {
+        "input": 0,
+        "output": 0,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 0,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+    }
+
+
+def iso_now() -> str:
+    """ISO 8601 UTC with milliseconds and Z, like JavaScript's toISOString()."""
+    return iso_from_ms(int(time.time() * 1000))
+
+
+def iso_from_ms(ms: int) -> str:
+    dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def ms_now() -> int:
+    return int(time.time() * 1000)
+
+
+def new_session_id() -> str:
+    """A UUIDv7 as pi draws (time-ordered), falling back to our own layout on Pythons without uuid7."""
+    maker = getattr(uuid, "uuid7", None)
+    if maker is not None:
+        return str(maker())
+    ms = ms_now()
+    rand = int.from_bytes(secrets.token_bytes(10), "big")
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 68 & 0xFFF) << 64
+    value |= 0b10 << 62 | (rand & ((1 << 62) - 1))
+    return str(uuid.UUID(int=value))
+
+
+def new_entry_id(taken: Container[str]) -> str:
+    """8 lowercase hex, redrawn on collision (pi: up to 100 times, then a full UUID)."""
+    for _ in range(100):
+        candidate = secrets.token_hex(4)
+        if candidate not in taken:
+            return candidate
+    return str(uuid.uuid4())
+
+
+def session_header(cwd: str, *, session_id: str | None = None, parent_session: str | None = None) -> dict:
+    header = {
+        "type": "session",
+        "version": CURRENT_VERSION,
+        "id": session_id or new_session_id(),
+        "timestamp": iso_now(),
+        "cwd": cwd,
+    }
+    if parent_session is not None:
+        header["parentSession"] = parent_session
+    return header
+
+
+def entry(kind: str, entry_id: str, parent_id: str | None, **payload: object) -> dict:
+    """An entry in pi's key order: type, id, parentId, timestamp, payload."""
+    return {"type": kind, "id": entry_id, "parentId": parent_id, "timestamp": iso_now(), **payload}
+
+
+def is_header(obj: dict) -> bool:
+    """pi's header test (type "session" with a string id), plus the tutorial's "header" line."""
+    kind = obj.get("type")
+    return (kind == "session" and isinstance(obj.get("id"), str)) or kind == "header"

@@ -1,0 +1,112 @@
+"""bytes -> records -> migrated entries -> tree: one call that opens a session for reading."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .format import is_header
+from .migrate import Dialect, Migrator, UnsupportedSession, detect, migrate_header
+from .reader import Diagnostic, Record, iter_lines, read_records
+from .tree import Tree
+
+
+class SessionError(Exception):
+    """A session file that cannot be opened at all (missing, a directory, no header, too new)."""
+
+
+@dataclass
+class Session:
+    path: Path
+    header: dict  # the v3 form
+    source_header: dict  # as written
+    header_line: int
+    dialect: Dialect
+    entries: list[dict]  # v3 entries in file order
+    lines: list[int]  # the line number of each entry
+    diagnostics: list[Diagnostic]
+    tree: Tree
+    ends_with_newline: bool
+    size: int
+
+
+def open_binary(path: str | os.PathLike[str]):  # noqa: ANN201 - a BufferedReader
+    """Open for reading with errors that say what is wrong in one line."""
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise SessionError(f"{p}: is a directory, not a session file")
+        return p.open("rb")
+    except FileNotFoundError:
+        raise SessionError(f"{p}: no such file") from None
+    except PermissionError:
+        raise SessionError(f"{p}: permission denied") from None
+    except OSError as error:
+        raise SessionError(f"{p}: {error.strerror or error}") from None
+
+
+def _tail(fp) -> tuple[int, bool]:  # noqa: ANN001
+    """The file's size and whether it ends with a newline (an empty file counts as ended)."""
+    size = os.fstat(fp.fileno()).st_size
+    if size == 0:
+        return 0, True
+    fp.seek(size - 1)
+    return size, fp.read(1) == b"\n"
+
+
+def load_session(path: str | os.PathLike[str], *, exact: bool = False) -> Session:
+    """Read a whole session into memory (inspect, fork, migrate). Raises SessionError."""
+    p = Path(path)
+    with open_binary(p) as fp:
+        diagnostics: list[Diagnostic] = []
+        header: Record | None = None
+        dialect: Dialect | None = None
+        migrator: Migrator | None = None
+        entries: list[dict] = []
+        lines: list[int] = []
+        for item in read_records(iter_lines(fp), exact):
+            if isinstance(item, Diagnostic):
+                diagnostics.append(item)
+                continue
+            if header is None:
+                if not is_header(item.obj):
+                    raise SessionError(
+                        f"{p}: line {item.line} is a {item.obj.get('type')!r} entry, but the first JSON "
+                        "object must be a session header"
+                    )
+                try:
+                    dialect = detect(item.obj)
+                except UnsupportedSession as error:
+                    raise SessionError(f"{p}: {error}") from None
+                header = item
+                migrator = Migrator(item.obj, dialect)
+                continue
+            if is_header(item.obj):
+                diagnostics.append(
+                    Diagnostic(item.line, item.offset,
+                               f"a second header (first on line {header.line}); ignored", "extra-header")
+                )
+                continue
+            assert migrator is not None
+            entries.append(migrator.entry(item.obj, item.line))
+            lines.append(item.line)
+        size, terminated = _tail(fp)
+    if header is None or dialect is None:
+        if size == 0:
+            raise SessionError(f"{p}: empty file, no session header")
+        raise SessionError(f"{p}: no readable session header ({len(diagnostics)} unreadable lines)")
+    tree = Tree.from_entries(entries, lines)
+    return Session(
+        path=p,
+        header=migrate_header(header.obj, dialect),
+        source_header=header.obj,
+        header_line=header.line,
+        dialect=dialect,
+        entries=entries,
+        lines=lines,
+        diagnostics=diagnostics + tree.diagnostics,
+        tree=tree,
+        ends_with_newline=terminated,
+        size=size,
+    )

@@ -1,0 +1,253 @@
+"""The entry tree of one session (contract §3): index, leaf, path, labels, name, context.
+
+The tree holds ids, parents and types as flat lists and reaches an entry's content only through
+`entries[pos]`, so the same code serves a fully loaded file and a lazily indexed one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .migrate import iso_to_ms
+from .reader import Diagnostic
+
+
+class EntryNotFound(LookupError):
+    """An entry reference (id, prefix or label) that names nothing, or more than one thing."""
+
+
+@dataclass
+class Tree:
+    ids: list[str | None]
+    parents: list[str | None]
+    types: list[str]
+    lines: list[int]
+    entries: Sequence[dict]
+    by_id: dict[str, int] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @classmethod
+    def from_entries(cls, entries: Sequence[dict], lines: list[int]) -> Tree:
+        ids = [e.get("id") if isinstance(e.get("id"), str) else None for e in entries]
+        parents = [e.get("parentId") if isinstance(e.get("parentId"), str) else None for e in entries]
+        types = [e["type"] for e in entries]
+        return cls.from_columns(ids, parents, types, lines, entries)
+
+    @classmethod
+    def from_columns(
+        cls,
+        ids: list[str | None],
+        parents: list[str | None],
+        types: list[str],
+        lines: list[int],
+        entries: Sequence[dict],
+    ) -> Tree:
+        tree = cls(ids, parents, types, lines, entries)
+        by_id = tree.by_id
+        for pos, entry_id in enumerate(ids):
+            if entry_id is None:
+                continue
+            first = by_id.setdefault(entry_id, pos)
+            if first != pos:
+                tree.diagnostics.append(
+                    Diagnostic(lines[pos], -1, f"duplicate id {entry_id} (first on line {lines[first]})",
+                               "duplicate-id")
+                )
+        for pos, parent in enumerate(parents):
+            if parent is not None and parent not in by_id:
+                tree.diagnostics.append(
+                    Diagnostic(lines[pos], -1, f"parentId {parent} names no entry; treated as a root",
+                               "dangling-parent", "warning")
+                )
+        return tree
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def leaf_id(self) -> str | None:
+        """The last entry in file order, as pi."""
+        return self.ids[-1] if self.ids else None
+
+    def parent_pos(self, pos: int) -> int | None:
+        parent = self.parents[pos]
+        return None if parent is None else self.by_id.get(parent)
+
+    def path(self, leaf_pos: int | None = None) -> list[int]:
+        """Positions root -> leaf, walked iteratively; a cycle ends the walk and is reported."""
+        if not self.ids:
+            return []
+        pos: int | None = len(self.ids) - 1 if leaf_pos is None else leaf_pos
+        seen: set[int] = set()
+        path: list[int] = []
+        while pos is not None:
+            if pos in seen:
+                self.diagnostics.append(
+                    Diagnostic(self.lines[pos], -1, f"parentId cycle through {self.ids[pos]}", "cycle")
+                )
+                break
+            seen.add(pos)
+            path.append(pos)
+            pos = self.parent_pos(pos)
+        path.reverse()
+        return path
+
+    def children(self) -> dict[int | None, list[int]]:
+        """Children by parent position (None: the roots, including entries whose parent is missing)."""
+        kids: dict[int | None, list[int]] = {}
+        for pos in range(len(self.ids)):
+            kids.setdefault(self.parent_pos(pos), []).append(pos)
+        return kids
+
+    def positions_of(self, kind: str) -> list[int]:
+        return [pos for pos, t in enumerate(self.types) if t == kind]
+
+    def labels(self) -> dict[str, str]:
+        """Current label per target id: the latest label entry wins, an empty one clears."""
+        labels: dict[str, str] = {}
+        for pos in self.positions_of("label"):
+            entry = self.entries[pos]
+            target = entry.get("targetId")
+            if not isinstance(target, str):
+                continue
+            label = entry.get("label")
+            if isinstance(label, str) and label:
+                labels[target] = label
+            else:
+                labels.pop(target, None)
+        return labels
+
+    def name(self) -> str | None:
+        """The session name: the latest session_info name."""
+        name = None
+        for pos in self.positions_of("session_info"):
+            value = self.entries[pos].get("name")
+            if isinstance(value, str):
+                name = value.strip() or None
+        return name
+
+    def resolve(self, ref: str) -> str:
+        """An entry id from a full id, a label name, or a unique prefix of at least 4 characters."""
+        if ref in self.by_id:
+            return ref
+        labelled = sorted({target for target, label in self.labels().items() if label == ref})
+        if len(labelled) == 1:
+            return labelled[0]
+        if len(labelled) > 1:
+            raise EntryNotFound(f"label {ref!r} is on {len(labelled)} entries: {', '.join(labelled)}")
+        if len(ref) < 4:
+            raise EntryNotFound(f"no entry {ref!r} (an id prefix needs at least 4 characters)")
+        matches = sorted({i for i in self.by_id if i.startswith(ref)})
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            shown = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
+            raise EntryNotFound(f"id prefix {ref!r} is ambiguous: {shown}")
+        raise EntryNotFound(f"no entry with id, prefix or label {ref!r}")
+
+
+@dataclass
+class Context:
+    """What a model sees from one leaf, exactly as pi's buildSessionContext builds it."""
+
+    messages: list[dict]
+    model: dict | None
+    thinking_level: str
+    leaf_id: str | None
+    path: list[int]
+
+
+def _message_of(entry: dict) -> dict | None:
+    message = entry.get("message")
+    return message if isinstance(message, dict) else None
+
+
+def context_message(entry: dict) -> dict | None:
+    """The message one path entry contributes, or None (model/thinking/label/custom/unknown...)."""
+    kind = entry.get("type")
+    if kind == "message":
+        return _message_of(entry)
+    if kind == "custom_message":
+        message = {
+            "role": "custom",
+            "customType": entry.get("customType"),
+            "content": entry.get("content"),
+            "display": entry.get("display"),
+        }
+        if "details" in entry:
+            message["details"] = entry["details"]
+        message["timestamp"] = iso_to_ms(entry.get("timestamp"))
+        return message
+    if kind == "branch_summary" and entry.get("summary"):
+        return {
+            "role": "branchSummary",
+            "summary": entry["summary"],
+            "fromId": entry.get("fromId"),
+            "timestamp": iso_to_ms(entry.get("timestamp")),
+        }
+    return None
+
+
+def build_context(tree: Tree, leaf_id: str | None | type[Ellipsis] = ...) -> Context:
+    """pi's buildSessionContext. `...` (default) means the file's leaf; None means an empty context.
+
+    It walks the path backwards and decodes only what it must: after a compaction that is the
+    kept entries and those after it, not the whole history.
+    """
+    if leaf_id is None or not tree.ids:
+        return Context([], None, "off", None, [])
+    leaf_pos = tree.by_id.get(leaf_id) if isinstance(leaf_id, str) else None
+    path = tree.path(leaf_pos)
+    types = tree.types
+    entries = tree.entries
+
+    compaction_at = next((i for i in range(len(path) - 1, -1, -1) if types[path[i]] == "compaction"), None)
+    thinking_at = next(
+        (i for i in range(len(path) - 1, -1, -1) if types[path[i]] == "thinking_level_change"), None
+    )
+    thinking = "off"
+    if thinking_at is not None:
+        thinking = entries[path[thinking_at]].get("thinkingLevel")
+
+    model = None
+    for i in range(len(path) - 1, -1, -1):
+        kind = types[path[i]]
+        if kind == "model_change":
+            entry = entries[path[i]]
+            model = {"provider": entry.get("provider"), "modelId": entry.get("modelId")}
+            break
+        if kind == "message":
+            message = _message_of(entries[path[i]])
+            if message is not None and message.get("role") == "assistant":
+                model = {"provider": message.get("provider"), "modelId": message.get("model")}
+                break
+
+    messages: list[dict] = []
+
+    def add(pos: int) -> None:
+        if types[pos] in ("message", "custom_message", "branch_summary"):
+            message = context_message(entries[pos])
+            if message is not None:
+                messages.append(message)
+
+    if compaction_at is None:
+        for pos in path:
+            add(pos)
+    else:
+        compaction = entries[path[compaction_at]]
+        messages.append(
+            {
+                "role": "compactionSummary",
+                "summary": compaction.get("summary"),
+                "tokensBefore": compaction.get("tokensBefore"),
+                "timestamp": iso_to_ms(compaction.get("timestamp")),
+            }
+        )
+        first_kept = compaction.get("firstKeptEntryId")
+        start = next((i for i in range(compaction_at) if tree.ids[path[i]] == first_kept), compaction_at)
+        for i in range(start, compaction_at):
+            add(path[i])
+        for i in range(compaction_at + 1, len(path)):
+            add(path[i])
+    return Context(messages, model, thinking, tree.ids[path[-1]] if path else None, path)
