@@ -1,0 +1,3 @@
+from harnesskit.cli import main
+
+main()

@@ -1,0 +1,70 @@
+"""The Click group. Commands are imported only when run, so `harnesskit inspect` never pays for the
+network client or the schema engines (start-up counts: a CLI is run many times)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+from harnesskit import __version__
+
+# command name -> (module, attribute, one-line help shown in `harnesskit --help`)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "chat": ("harnesskit.cli.chat", "chat", "Talk to a model; every message is saved as it is finalised."),
+    "continue": ("harnesskit.cli.continue_", "continue_", "Reopen the most recent (or a given) session."),
+    "fork": ("harnesskit.cli.fork", "fork", "Start a new session file from an entry of an old one."),
+    "list": ("harnesskit.cli.list_", "list_", "Sessions of this directory (or all), newest first."),
+    "inspect": ("harnesskit.cli.inspect", "inspect", "A table, tree, context or stats of a session file."),
+    "validate": ("harnesskit.cli.validate", "validate", "Schema and structural checks of session files, for CI."),
+    "migrate": ("harnesskit.cli.migrate", "migrate", "Rewrite legacy (pi v1/v2, tutorial) files as v3, safely."),
+    "demo": ("harnesskit.cli.demo", "demo", "The chapter's two-run demo, end to end, offline."),
+    "config": ("harnesskit.cli.config", "config", "Read and change the config file, keeping its comments."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = COMMANDS.get(cmd_name)
+        if spec is None:
+            return None
+        module = importlib.import_module(spec[0])
+        return getattr(module, spec[1])
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, spec[2]) for name, spec in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="harnesskit")
+def cli() -> None:
+    """harnesskit: trustworthy JSONL session ledgers for LLM agent harnesses (pi session v3).
+
+    \b
+    Examples:
+      harnesskit chat -p "what is 12*8"
+      harnesskit continue
+      harnesskit inspect session.jsonl --tree
+      harnesskit validate ~/.harnesskit/sessions --strict
+    """
+
+
+def main() -> None:
+    """Entry point: no Python traceback ever reaches a user, unless they ask for it."""
+    try:
+        cli(standalone_mode=True)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as error:  # noqa: BLE001 - the last line of defence
+        if os.environ.get("HARNESSKIT_DEBUG"):
+            raise
+        click.echo(f"harnesskit: internal error: {type(error).__name__}: {error} "
+                   "(set HARNESSKIT_DEBUG=1 for a traceback)", err=True)
+        sys.exit(2)

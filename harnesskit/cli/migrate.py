@@ -1,0 +1,60 @@
+"""`harnesskit migrate`: rewrite legacy session files as v3, keeping FILE.bak."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harnesskit.session.rewrite import MigrationRefused, migrate_file, plan
+from harnesskit.session.writer import SessionLocked
+
+from .errors import FOUND_PROBLEMS, USAGE
+
+
+@click.command("migrate")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--check", is_flag=True, help="Only report what would be migrated (exit 1 if anything would).")
+def migrate(files: tuple[Path, ...], check: bool) -> None:
+    """Rewrite legacy (pi v1, pi v2, tutorial v1) FILES as pi v3.
+
+    Each file is written anew beside the old one, fsynced, the original kept as FILE.bak, then
+    renamed into place atomically. v3 files are left as they are. A file that cannot be read fully
+    (an unreadable or torn line) is refused and not touched.
+
+    \b
+    Examples:
+      harnesskit migrate old-session.jsonl
+      harnesskit migrate --check sessions/*.jsonl
+    """
+    refused = 0
+    pending = 0
+    for path in files:
+        try:
+            if check:
+                result, _ = plan(path)
+                if result.needed:
+                    pending += 1
+                    click.echo(f"would migrate {path} ({result.source} → pi v3, {result.entries} entries)")
+                else:
+                    click.echo(f"{path}: already pi v3")
+                continue
+            result = migrate_file(path)
+        except (MigrationRefused, SessionLocked) as error:
+            refused += 1
+            hint = "; try again when it is closed" if isinstance(error, SessionLocked) else ""
+            click.echo(f"harnesskit: error: {error}{hint}", err=True)
+            continue
+        except OSError as error:
+            refused += 1
+            click.echo(f"harnesskit: error: {path}: {error.strerror or error}", err=True)
+            continue
+        if result.needed:
+            click.echo(f"migrated {path} ({result.source} → pi v3, {result.entries} entries; original kept as "
+                       f"{path.name}.bak)")
+        else:
+            click.echo(f"{path}: already pi v3, unchanged")
+    if refused:
+        raise SystemExit(USAGE)
+    if check and pending:
+        raise SystemExit(FOUND_PROBLEMS)

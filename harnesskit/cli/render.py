@@ -1,0 +1,159 @@
+"""Presentation: one-line summaries of entries, tables (tabulate), the branch tree, JSON rows."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable, Iterator
+
+import orjson
+from tabulate import tabulate
+
+from harnesskit.session.tree import Tree
+
+BASE_KEYS = {"type", "id", "parentId", "timestamp"}
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def compact(value: object) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
+
+
+def cut(text: str, width: int) -> str:
+    if width <= 0 or len(text) <= width:
+        return text
+    return text[: max(width - 1, 0)] + "…"
+
+
+def blocks_text(content: object) -> str:
+    """The readable part of a content field: a string, or text/thinking/image/toolCall blocks."""
+    if isinstance(content, str):
+        return one_line(content)
+    if not isinstance(content, list):
+        return ""
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(one_line(str(block.get("text", ""))))
+        elif kind == "thinking":
+            parts.append("[thinking]")
+        elif kind == "image":
+            parts.append(f"[image {block.get('mimeType', '')}]".replace(" ]", "]"))
+        elif kind == "toolCall":
+            parts.append(f"→ {block.get('name')} {compact(block.get('arguments', {}))}")
+        else:
+            parts.append(f"[{kind}]")
+    return " ".join(p for p in parts if p)
+
+
+def message_summary(message: object) -> str:
+    if not isinstance(message, dict):
+        return "(no message)"
+    role = message.get("role")
+    if role == "toolResult":
+        mark = "✗" if message.get("isError") else "→"
+        return f"{message.get('toolName')} {mark} {blocks_text(message.get('content'))}"
+    if role == "bashExecution":
+        return f"$ {one_line(str(message.get('command', '')))} → exit {message.get('exitCode')}"
+    if role in ("branchSummary", "compactionSummary"):
+        return one_line(str(message.get("summary", "")))
+    text = blocks_text(message.get("content"))
+    if role == "assistant":
+        stop = message.get("stopReason")
+        if stop in ("error", "aborted"):
+            detail = message.get("errorMessage") or stop
+            text = f"[{stop}: {one_line(str(detail))}] {text}".rstrip()
+    return text
+
+
+def entry_kind(entry: dict) -> str:
+    if entry.get("type") == "message" and isinstance(entry.get("message"), dict):
+        return f"message:{entry['message'].get('role')}"
+    return str(entry.get("type"))
+
+
+def entry_summary(entry: dict) -> str:
+    kind = entry.get("type")
+    if kind == "message":
+        return message_summary(entry.get("message"))
+    if kind == "model_change":
+        return f"{entry.get('provider')}/{entry.get('modelId')}"
+    if kind == "thinking_level_change":
+        return str(entry.get("thinkingLevel"))
+    if kind == "compaction":
+        return (f"kept from {entry.get('firstKeptEntryId')}, {entry.get('tokensBefore')} tokens before: "
+                f"{one_line(str(entry.get('summary', '')))}")
+    if kind == "branch_summary":
+        return f"from {entry.get('fromId')}: {one_line(str(entry.get('summary', '')))}"
+    if kind == "custom":
+        return f"{entry.get('customType')} {compact(entry.get('data'))}"
+    if kind == "custom_message":
+        return f"{entry.get('customType')}: {blocks_text(entry.get('content'))}"
+    if kind == "label":
+        label = entry.get("label")
+        return f"{entry.get('targetId')} ← {label}" if label else f"{entry.get('targetId')} label cleared"
+    if kind == "session_info":
+        return f"name: {entry.get('name')}"
+    extra = {k: v for k, v in entry.items() if k not in BASE_KEYS}
+    return compact(extra)
+
+
+def terminal_width() -> int:
+    return shutil.get_terminal_size((120, 24)).columns
+
+
+def table(rows: list[list[object]], headers: list[str], fmt: str, width: int | None, cut_col: int) -> str:
+    """A tabulate table whose `cut_col` is shortened so each row fits `width` (None: no cutting)."""
+    if width is not None and rows:
+        others = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers)) if i != cut_col]
+        room = max(width - sum(others) - 2 * len(headers) - 2, 16)
+        rows = [[cut(str(c), room) if i == cut_col else c for i, c in enumerate(r)] for r in rows]
+    return tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True)
+
+
+def draw_tree(tree: Tree, positions: Iterable[int] | None, labels: dict[str, str], leaf: str | None,
+              width: int | None) -> Iterator[str]:
+    """The branch structure: a chain stays flat, each fork indents its branches. Iterative, so a
+    million-deep chain draws without recursion."""
+    allowed = None if positions is None else set(positions)
+    kids = tree.children()
+
+    def branches(children: list[int], prefix: str) -> list[tuple[int, str, str]]:
+        """Stack items (position, lead of its own line, prefix of its descendants), first on top."""
+        children = [c for c in children if allowed is None or c in allowed]
+        if len(children) == 1:
+            return [(children[0], prefix, prefix)]
+        items = []
+        for i, child in enumerate(children):
+            last = i == len(children) - 1
+            items.append((child, prefix + ("└─ " if last else "├─ "), prefix + ("   " if last else "│  ")))
+        return items[::-1]
+
+    stack = branches(kids.get(None, []), "")
+    while stack:
+        pos, lead, prefix = stack.pop()
+        entry = tree.entries[pos]
+        entry_id = tree.ids[pos] or "?"
+        marks = f" [{labels[entry_id]}]" if entry_id in labels else ""
+        if entry_id == leaf:
+            marks += " ← leaf"
+        text = f"{lead}{entry_id} {entry_kind(entry)}{marks}: {entry_summary(entry)}"
+        yield cut(text, width) if width else text
+        stack.extend(branches(kids.get(pos, []), prefix))
+
+
+def json_line(obj: object) -> str:
+    try:
+        return orjson.dumps(obj).decode()
+    except TypeError:
+        import json
+
+        return json.dumps(obj, ensure_ascii=False)

@@ -1,0 +1,92 @@
+"""`harnesskit validate`: JSON Schema + structural checks of session files, for CI."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from harnesskit.session.check import FileReport, Problem, check_file, expand_paths
+
+from . import render
+from .errors import FOUND_PROBLEMS, USAGE
+
+
+def _strict(report: FileReport) -> FileReport:
+    report.problems = [replace(p, severity="error") for p in report.problems]
+    return report
+
+
+def _github_escape(text: str, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return text
+
+
+def _text(problem: Problem) -> str:
+    return f"{problem.file}:{problem.line}: {problem.severity}: {problem.path}: {problem.message}"
+
+
+def _github(problem: Problem) -> str:
+    kind = "error" if problem.severity == "error" else "warning"
+    props = f"file={_github_escape(problem.file, True)}"
+    if problem.line > 0:
+        props += f",line={problem.line}"
+    return f"::{kind} {props}::{_github_escape(f'{problem.path}: {problem.message}')}"
+
+
+@click.command("validate")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--strict", is_flag=True, help="Treat warnings (legacy versions, unknown types…) as errors.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="text for people, json for scripts, github for workflow annotations.")
+def validate(paths: tuple[str, ...], strict: bool, fmt: str) -> None:
+    """Check session files against the JSON Schemas and the structural rules.
+
+    PATHS are files or directories (searched recursively for *.jsonl). Exit 0 when every file is
+    clean, 1 when a problem was found, 2 when a path does not exist.
+
+    \b
+    Examples:
+      harnesskit validate session.jsonl
+      harnesskit validate ~/.harnesskit/sessions --strict
+      harnesskit validate sessions/ --format github     # in a GitHub Actions step
+      harnesskit validate sessions/ --format json | jq .summary
+    """
+    missing = [p for p in paths if not Path(p).exists()]
+    files = expand_paths([p for p in paths if p not in missing])
+    reports: list[FileReport] = []
+    for file in files:
+        report = check_file(file)
+        reports.append(_strict(report) if strict else report)
+    problems = [p for r in reports for p in r.problems]
+    errors = [p for p in problems if p.severity == "error"]
+    warnings = [p for p in problems if p.severity != "error"]
+    entries = sum(r.entries for r in reports)
+    summary = {"files": len(reports), "entries": entries, "errors": len(errors), "warnings": len(warnings),
+               "missing": missing}
+
+    if fmt == "json":
+        click.echo(render.json_line({
+            "files": [{"file": r.file, "dialect": r.dialect, "entries": r.entries,
+                       "errors": r.count("error"), "warnings": r.count("warning")} for r in reports],
+            "entries": entries,
+            "errors": [p.as_dict() for p in errors],
+            "warnings": [p.as_dict() for p in warnings],
+            "summary": summary,
+        }))
+    else:
+        line = _github if fmt == "github" else _text
+        for problem in problems:
+            click.echo(line(problem))
+        s = "" if len(reports) == 1 else "s"
+        click.echo(f"checked {len(reports)} file{s}, {entries} entries: {len(errors)} error"
+                   f"{'' if len(errors) == 1 else 's'}, {len(warnings)} warning{'' if len(warnings) == 1 else 's'}")
+    for path in missing:
+        click.echo(f"harnesskit: error: {path}: no such file or directory", err=True)
+    if missing:
+        raise SystemExit(USAGE)
+    if errors:
+        raise SystemExit(FOUND_PROBLEMS)

@@ -1,0 +1,93 @@
+"""`migrate`'s safe rewrite (contract §4): a new file beside the old, fsync, FILE.bak, atomic rename.
+
+The only code in harnesskit that replaces a session file. It refuses anything it could not read
+fully, so a rewrite can never drop a line.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from .loader import Session, SessionError, load_session
+from .writer import SessionLocked, encode, lock_holder
+
+
+class MigrationRefused(Exception):
+    pass
+
+
+@dataclass
+class Plan:
+    path: Path
+    source: str  # the dialect, e.g. "pi v1"
+    entries: int
+    needed: bool
+
+
+def plan(path: Path) -> tuple[Plan, Session]:
+    try:
+        session = load_session(path, exact=True)
+    except SessionError as error:
+        raise MigrationRefused(str(error)) from None
+    needed = session.dialect.legacy
+    if needed:
+        unread = [d for d in session.diagnostics if d.severity == "error" and d.offset >= 0]
+        if unread:
+            first = unread[0]
+            raise MigrationRefused(
+                f"{path}: cannot read it fully ({len(unread)} unreadable line(s), first: line {first.line}: "
+                f"{first.reason}); nothing was changed"
+            )
+    return Plan(path, str(session.dialect), len(session.entries), needed), session
+
+
+def migrate_file(path: Path) -> Plan:
+    """Rewrite one legacy file as v3; a v3 file is left untouched (migrating is idempotent)."""
+    result, session = plan(path)
+    if not result.needed:
+        return result
+    backup = path.with_name(path.name + ".bak")
+    if backup.exists():
+        raise MigrationRefused(f"{path}: {backup.name} already exists; move it away first (nothing was changed)")
+    data = encode(session.header) + b"".join(encode(e) for e in session.entries)
+    temp = path.with_name(f".{path.name}.migrating-{os.getpid()}")
+    with open(path, "rb") as original:
+        try:
+            fcntl.flock(original.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise SessionLocked(path, lock_holder(path)) from None
+        try:
+            _write_synced(temp, data)
+            check = load_session(temp, exact=True)
+            if check.entries != session.entries or check.header != session.header:
+                raise MigrationRefused(f"{path}: the migrated copy did not read back the same; nothing was changed")
+            shutil.copy2(path, backup)
+            _fsync_path(backup)
+            os.replace(temp, path)
+            _fsync_path(path.parent)
+        finally:
+            temp.unlink(missing_ok=True)
+    return result
+
+
+def _write_synced(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

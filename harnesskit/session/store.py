@@ -1,0 +1,160 @@
+"""Where sessions live (contract §5), and reading just enough of each file to list or pick one."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from .format import is_header
+
+
+def home_dir() -> Path:
+    return Path(os.environ.get("HARNESSKIT_HOME") or Path.home() / ".harnesskit").expanduser()
+
+
+def encode_cwd(cwd: str) -> str:
+    """pi's directory name for a cwd: leading separator dropped, / \\ : turned into -, wrapped in --."""
+    trimmed = cwd.lstrip("/\\")
+    for ch in "/\\:":
+        trimmed = trimmed.replace(ch, "-")
+    return f"--{trimmed}--"
+
+
+def sessions_root() -> Path:
+    return home_dir() / "sessions"
+
+
+def session_dir(cwd: str, override: str | os.PathLike[str] | None = None) -> Path:
+    """The directory for this cwd's sessions. An override (flag or env) is used flat, as pi."""
+    chosen = override or os.environ.get("HARNESSKIT_SESSION_DIR")
+    if chosen:
+        return Path(chosen).expanduser()
+    return sessions_root() / encode_cwd(cwd)
+
+
+def session_filename(timestamp: str, session_id: str) -> str:
+    return f"{timestamp.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
+
+
+def read_header(path: Path) -> dict | None:
+    """The header of a session file, reading only its first line (whatever its length), or None."""
+    try:
+        with path.open("rb") as fp:
+            first = fp.readline()
+    except OSError:
+        return None
+    first = first.removeprefix(b"\xef\xbb\xbf").rstrip(b"\r\n")
+    try:
+        header = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return None
+    return header if isinstance(header, dict) and is_header(header) else None
+
+
+def session_files(directory: Path) -> list[Path]:
+    try:
+        return [p for p in directory.iterdir() if p.suffix == ".jsonl" and p.is_file()]
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return []
+
+
+def most_recent(directory: Path) -> Path | None:
+    """The valid session file (full header line parses) with the newest mtime."""
+    best: tuple[float, str] | None = None
+    chosen = None
+    for path in session_files(directory):
+        if read_header(path) is None:
+            continue
+        try:
+            key = (path.stat().st_mtime, path.name)
+        except OSError:
+            continue
+        if best is None or key > best:
+            best, chosen = key, path
+    return chosen
+
+
+@dataclass
+class Summary:
+    path: Path
+    modified: float
+    session_id: str
+    cwd: str | None
+    name: str | None
+    first_user: str | None
+    messages: int
+
+
+_MESSAGE = b'"type":"message"'
+_INFO = b'"type":"session_info"'
+
+
+def summarize(path: Path) -> Summary | None:
+    """What `list` shows of one file, without building a tree: header, name, first prompt, count.
+
+    Lines are tested as bytes first and only the few that matter (session_info, the first user
+    message) are decoded, so a listing of thousands of sessions stays fast.
+    """
+    try:
+        stat = path.stat()
+        fp = path.open("rb")
+    except OSError:
+        return None
+    with fp:
+        first = fp.readline().removeprefix(b"\xef\xbb\xbf")
+        try:
+            header = orjson.loads(first)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(header, dict) or not is_header(header):
+            return None
+        name = None
+        first_user = None
+        count = 0
+        for raw in fp:
+            if _MESSAGE in raw:
+                count += 1
+                if first_user is None and b'"role":"user"' in raw:
+                    first_user = _first_text(raw)
+            elif _INFO in raw:
+                try:
+                    info = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(info, dict) and isinstance(info.get("name"), str):
+                    name = info["name"].strip() or None
+    return Summary(path, stat.st_mtime, str(header.get("id")), header.get("cwd"), name, first_user, count)
+
+
+def _first_text(raw: bytes) -> str | None:
+    try:
+        entry = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    message = entry.get("message") if isinstance(entry, dict) else None
+    if not isinstance(message, dict):
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        return " ".join(t for t in texts if isinstance(t, str)) or None
+    return None
+
+
+def list_sessions(directories: list[Path]) -> list[Summary]:
+    summaries = [s for d in directories for p in session_files(d) if (s := summarize(p)) is not None]
+    summaries.sort(key=lambda s: (s.modified, s.path.name), reverse=True)
+    return summaries
+
+
+def all_session_dirs() -> list[Path]:
+    root = sessions_root()
+    try:
+        return sorted(p for p in root.iterdir() if p.is_dir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
