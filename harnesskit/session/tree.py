@@ -54,16 +54,50 @@ class Tree:
                     Diagnostic(lines[pos], -1, f"duplicate id {entry_id} (first on line {lines[first]})",
                                "duplicate-id")
                 )
+        forward: list[int] = []  # entries whose parent is not earlier: only these can close a cycle
         for pos, parent in enumerate(parents):
-            if parent is not None and parent not in by_id:
+            if parent is None:
+                continue
+            target = by_id.get(parent)
+            if target is None:
                 tree.diagnostics.append(
                     Diagnostic(lines[pos], -1, f"parentId {parent} names no entry; treated as a root",
                                "dangling-parent", "warning")
                 )
+            elif target >= pos:
+                forward.append(pos)
+        done: set[int] = set()
+        for start in forward:  # report cycles at load, not only when a walk happens to meet one
+            trail: set[int] = set()
+            node: int | None = start
+            while node is not None and node not in done:
+                if node in trail:
+                    tree.diagnostics.append(
+                        Diagnostic(lines[node], -1, f"parentId cycle through {ids[node]}", "cycle")
+                    )
+                    break
+                trail.add(node)
+                node = tree.parent_pos(node)
+            done.update(trail)
         return tree
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def add(self, entry: dict, line: int) -> int:
+        """Index an entry appended after loading (a live chat); returns its position."""
+        if not isinstance(self.entries, list):
+            self.entries = _Extended(self.entries)
+        self.entries.append(entry)  # type: ignore[attr-defined]
+        pos = len(self.ids)
+        entry_id = entry.get("id")
+        self.ids.append(entry_id)
+        self.parents.append(entry.get("parentId"))
+        self.types.append(entry["type"])
+        self.lines.append(line)
+        if isinstance(entry_id, str):
+            self.by_id.setdefault(entry_id, pos)
+        return pos
 
     @property
     def leaf_id(self) -> str | None:
@@ -145,6 +179,24 @@ class Tree:
             shown = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
             raise EntryNotFound(f"id prefix {ref!r} is ambiguous: {shown}")
         raise EntryNotFound(f"no entry with id, prefix or label {ref!r}")
+
+
+class _Extended(Sequence):
+    """A lazily loaded entry sequence with entries appended in memory after it."""
+
+    def __init__(self, base: Sequence[dict]) -> None:
+        self._base = base
+        self._extra: list[dict] = []
+
+    def append(self, entry: dict) -> None:
+        self._extra.append(entry)
+
+    def __len__(self) -> int:
+        return len(self._base) + len(self._extra)
+
+    def __getitem__(self, pos):  # noqa: ANN001, ANN204 - Sequence protocol
+        n = len(self._base)
+        return self._base[pos] if pos < n else self._extra[pos - n]
 
 
 @dataclass

@@ -1,0 +1,28 @@
+# Two commands set everything up on a fresh machine with only Python 3:
+#   make demo   - creates .venv when missing, runs the chapter's demo offline
+#   make test   - creates .venv when missing, runs ruff then pytest
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || python3 -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/harnesskit demo --dir .demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+test: lint
+	$(BIN)/pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench.py
+
+clean:
+	rm -rf $(VENV) .demo .pytest_cache .ruff_cache

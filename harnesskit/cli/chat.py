@@ -1,0 +1,362 @@
+"""`harnesskit chat`, and the conversation driver that `continue` and `demo` share.
+
+The driver renders agent events and passes each one to the live session, which appends finished
+messages; the loop itself knows nothing of files.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from harnesskit.agent.events import AgentEnd, Event, MessageEnd, TextDelta, ToolCall, ToolResult
+from harnesskit.agent.loop import drive, run_agent
+from harnesskit.agent.messages import text_of, user_message
+from harnesskit.agent.models import Model, ModelError, resolve_model
+from harnesskit.agent.tools import Tool, select_tools
+from harnesskit.config import ConfigError, load_config
+from harnesskit.session import store
+from harnesskit.session.fork import ForkError, write_fork
+from harnesskit.session.live import LiveSession
+from harnesskit.session.loader import SessionError, load_session
+from harnesskit.session.tree import EntryNotFound
+from harnesskit.session.writer import FSYNC_POLICIES, SessionLocked
+
+from . import render
+from .errors import Fail
+
+HELP_TEXT = """commands:
+  /help              this list
+  /exit              leave (Ctrl-D too)
+  /tree              the session's branches, leaf marked
+  /label ID NAME     name an entry (ID: id, prefix or label)
+  /name TEXT         name the session
+  /model M           switch model (demo, script:FILE.yaml, openai:MODEL)
+  /branch ID         move the leaf: the next message starts a branch at ID
+  /fork [ID]         continue in a new session file holding the path to ID (default: the leaf)"""
+
+
+@dataclass
+class ChatOptions:
+    prompts: tuple[str, ...]
+    model: str | None
+    base_url: str | None
+    session_dir: str | None
+    no_session: bool
+    fsync: str | None
+    tools: str | None
+
+
+def chat_options(command: Callable) -> Callable:
+    """The options chat and continue share."""
+    decorators = [
+        click.option("-p", "--prompt", "prompts", multiple=True, metavar="TEXT",
+                     help="Run this prompt and exit (repeatable: prompts run in order)."),
+        click.option("--model", metavar="M", help="demo (default), script:FILE.yaml or openai:MODEL."),
+        click.option("--base-url", metavar="URL", help="OpenAI-compatible server (else OPENAI_BASE_URL)."),
+        click.option("--session-dir", metavar="DIR", help="Where sessions are kept (used flat)."),
+        click.option("--no-session", is_flag=True, help="Keep the conversation in memory only."),
+        click.option("--fsync", type=click.Choice(FSYNC_POLICIES), default=None,
+                     help="Durability: fsync every entry, at each turn end (default), or never."),
+        click.option("--tools", metavar="LIST", help="Tools offered to the model, e.g. calc,read (default all)."),
+    ]
+    return functools.reduce(lambda f, d: d(f), reversed(decorators), command)
+
+
+@dataclass
+class Settings:
+    """Options merged with the config files (flags win, then project, then user config)."""
+
+    options: ChatOptions
+    model_spec: str
+    model_given: bool
+    base_url: str | None
+    session_dir: str | None
+    fsync: str
+    tools: list[Tool]
+    cwd: str = field(default_factory=os.getcwd)
+
+    def directory(self) -> Path:
+        return store.session_dir(self.cwd, self.session_dir)
+
+
+def settings_from(options: ChatOptions) -> Settings:
+    try:
+        config = load_config()
+    except ConfigError as error:
+        raise Fail(str(error)) from None
+    tool_names = options.tools if options.tools is not None else config.get("tools") or ""
+    try:
+        tools = select_tools([t.strip() for t in tool_names.split(",") if t.strip()])
+    except ValueError as error:
+        raise Fail(str(error)) from None
+    fsync = options.fsync or config.get("fsync") or "turn"
+    if fsync not in FSYNC_POLICIES:
+        raise Fail(f"fsync must be one of {', '.join(FSYNC_POLICIES)}, not {fsync!r}")
+    return Settings(
+        options=options,
+        model_spec=options.model or config.get("model") or "demo",
+        model_given=options.model is not None,
+        base_url=options.base_url or config.get("base_url"),
+        session_dir=options.session_dir or config.get("session_dir"),
+        fsync=fsync,
+        tools=tools,
+    )
+
+
+def make_model(spec: str, base_url: str | None) -> Model:
+    try:
+        return resolve_model(spec, base_url=base_url)
+    except (ValueError, ModelError) as error:
+        raise Fail(str(error)) from None
+
+
+def identity(model: Model) -> dict:
+    return {"provider": model.provider, "modelId": model.model_id}
+
+
+class Conversation:
+    """Prompts in, rendered events out, every finished message appended through the live session."""
+
+    def __init__(self, live: LiveSession, model: Model, settings: Settings) -> None:
+        self.live = live
+        self.model = model
+        self.settings = settings
+        self.context = live.context().messages
+        self.failed = False
+        self.aborted = False
+        self._streamed = False
+
+    # -- rendering -------------------------------------------------------------------------
+    def _show(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            click.echo(event.text, nl=False)
+            sys.stdout.flush()
+            self._streamed = True
+        elif isinstance(event, MessageEnd) and event.message.get("role") == "assistant":
+            if self._streamed:
+                click.echo()
+                self._streamed = False
+        elif isinstance(event, ToolCall):
+            args = json.dumps(event.call.get("arguments", {}), ensure_ascii=False)
+            click.echo(f"[tool] {event.call.get('name')} {args}")
+        elif isinstance(event, ToolResult):
+            mark = "✗" if event.message.get("isError") else "→"
+            click.echo(f"[result] {event.message.get('toolName')} {mark} {render.one_line(text_of(event.message))}")
+
+    def _handle(self, event: Event) -> None:
+        self.live.on_event(event)  # persist first: the screen may fail, the file must not
+        self._show(event)
+
+    def ask(self, text: str) -> AgentEnd:
+        events = run_agent(self.context, user_message(text), self.model, self.settings.tools,
+                           cwd=Path(self.live.cwd) if Path(self.live.cwd).is_dir() else None)
+        end = drive(events, self._handle)
+        if self._streamed:
+            click.echo()
+            self._streamed = False
+        if self.live.writer is not None:
+            self.live.writer.end_turn()
+        if end.error:
+            self.failed = True
+            click.echo(f"harnesskit: error: {end.error}", err=True)
+        if end.aborted:
+            self.aborted = True
+            click.echo("[aborted]", err=True)
+        return end
+
+    # -- in-chat commands ------------------------------------------------------------------
+    def command(self, line: str) -> bool:
+        """Run a /command; False means leave the chat."""
+        name, _, rest = line[1:].partition(" ")
+        rest = rest.strip()
+        try:
+            if name in ("exit", "quit"):
+                return False
+            if name == "help":
+                click.echo(HELP_TEXT)
+            elif name == "tree":
+                tree = self.live.tree
+                for row in render.draw_tree(tree, None, tree.labels(), self.live.leaf_id, render.terminal_width()):
+                    click.echo(row)
+            elif name == "label":
+                ref, _, label = rest.partition(" ")
+                if not ref or not label.strip():
+                    raise Fail("usage: /label ID NAME")
+                target = self.live.tree.resolve(ref)
+                self.live.append("label", targetId=target, label=label.strip())
+                click.echo(f"labelled {target} {label.strip()!r}")
+            elif name == "name":
+                if not rest:
+                    raise Fail("usage: /name TEXT")
+                self.live.append("session_info", name=rest)
+                click.echo(f"session named {rest!r}")
+            elif name == "model":
+                if not rest:
+                    click.echo(f"model: {self.model.provider}/{self.model.model_id}")
+                else:
+                    self.switch_model(make_model(rest, self.settings.base_url))
+            elif name == "branch":
+                if not rest:
+                    raise Fail("usage: /branch ID")
+                target = self.live.tree.resolve(rest)
+                self.live.branch(target)
+                self.context = self.live.context().messages
+                click.echo(f"leaf moved to {target}; {len(self.context)} messages in context")
+            elif name == "fork":
+                self.fork(rest or None)
+            else:
+                raise Fail(f"unknown command /{name} (try /help)")
+        except (Fail, EntryNotFound) as error:
+            message = error.format_message() if isinstance(error, Fail) else str(error)
+            click.echo(f"harnesskit: error: {message}", err=True)
+        return True
+
+    def switch_model(self, model: Model) -> None:
+        if identity(model) != identity(self.model):
+            self.live.append("model_change", **identity(model))
+        self.model = model
+        click.echo(f"model: {model.provider}/{model.model_id}")
+
+    def fork(self, ref: str | None) -> None:
+        live = self.live
+        if live.path is None or not live.created:
+            raise Fail("nothing to fork yet: the session has no file (no reply so far, or --no-session)")
+        at = live.tree.resolve(ref) if ref else live.leaf_id
+        live.close()
+        try:
+            source = load_session(live.path)
+            new_path = write_fork(source, self.settings.directory(), self.settings.cwd, at)
+            reopened = LiveSession.reopen(load_session(new_path), self.settings.fsync)
+        except (SessionError, ForkError, OSError) as error:
+            self.live = LiveSession.reopen(load_session(live.path), self.settings.fsync, leaf_id=live.leaf_id)
+            raise Fail(f"fork failed: {error}") from None
+        self.live = reopened
+        self.context = reopened.context().messages
+        click.echo(f"forked to {new_path}")
+
+    # -- the prompt loop --------------------------------------------------------------------
+    def run(self, prompts: tuple[str, ...]) -> int:
+        """Run -p prompts, or read prompts from a terminal / a pipe. Returns the exit code."""
+        try:
+            if prompts:
+                for text in prompts:
+                    if text.startswith("/") and not self.command(text):
+                        break
+                    if text.startswith("/"):
+                        continue
+                    end = self.ask(text)
+                    if end.aborted:
+                        return 130
+                    if end.error:
+                        return 1
+                return 0
+            for text in read_prompts(self.live):
+                if not text.strip():
+                    continue
+                if text.startswith("/"):
+                    if not self.command(text.strip()):
+                        break
+                    continue
+                end = self.ask(text)
+                if end.error and not sys.stdin.isatty():
+                    return 1
+            return 1 if self.failed else 0
+        finally:
+            self.live.close()
+            report_saved(self.live)
+
+
+def read_prompts(live: LiveSession) -> Iterator[str]:
+    """Prompts from a terminal (line editing, history of this session's prompts) or a pipe (each
+    line as it arrives, not at EOF). Ctrl-C or Ctrl-D at the prompt ends the chat."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import InMemoryHistory
+
+        history = InMemoryHistory()
+        for message in live.context().messages:
+            if message.get("role") == "user":
+                history.append_string(text_of(message))
+        session: PromptSession[str] = PromptSession(history=history)
+        while True:
+            try:
+                yield session.prompt("you> ")
+            except (EOFError, KeyboardInterrupt):
+                return
+    else:
+        while True:
+            try:
+                line = sys.stdin.readline()
+            except KeyboardInterrupt:
+                return
+            if not line:
+                return
+            yield line.rstrip("\r\n")
+
+
+def report_saved(live: LiveSession) -> None:
+    if live.path is None:
+        click.echo("session: not saved (--no-session)")
+    elif live.created:
+        click.echo(f"session: {live.path} ({live.saved_messages} messages saved this run)")
+    else:
+        click.echo("session: not created (no reply yet, nothing saved)")
+
+
+def start_new(settings: Settings, model: Model) -> LiveSession:
+    directory = None if settings.options.no_session else settings.directory()
+    return LiveSession.new(directory, settings.cwd, settings.fsync, identity(model))
+
+
+@click.command("chat")
+@chat_options
+def chat(**kwargs: object) -> None:
+    """Talk to a model; every message is appended to a new session file as it is finalised.
+
+    Interactive with line editing when stdin is a terminal; with a pipe, each line is a prompt
+    (acted on as it arrives); -p runs the given prompts and exits. Type /help in a chat for its
+    commands. Exit 1 after a model error, 130 after Ctrl-C during a -p prompt.
+
+    \b
+    Examples:
+      harnesskit chat
+      harnesskit chat -p "hello" -p "what is 12*8"
+      printf 'hello\\nwhat is 2+2\\n' | harnesskit chat
+      harnesskit chat --model openai:llama3 --base-url http://localhost:11434/v1
+      harnesskit chat --model script:replies.yaml --no-session
+    """
+    options = ChatOptions(**kwargs)  # type: ignore[arg-type]
+    settings = settings_from(options)
+    model = make_model(settings.model_spec, settings.base_url)
+    live = start_new(settings, model)
+    raise SystemExit(Conversation(live, model, settings).run(options.prompts))
+
+
+def open_live(path: Path, settings: Settings, leaf_ref: str | None) -> LiveSession:
+    """Reopen a session for writing: load, resolve the leaf, take the lock (refusing a second
+    writer with the holder's pid)."""
+    from .inspect import open_for_reading
+
+    session = open_for_reading(str(path))
+    leaf = None
+    if leaf_ref is not None:
+        try:
+            leaf = session.tree.resolve(leaf_ref)
+        except EntryNotFound as error:
+            raise Fail(f"{path}: {error}") from None
+    try:
+        return LiveSession.reopen(session, settings.fsync, write=not settings.options.no_session, leaf_id=leaf)
+    except SessionLocked as error:
+        holder = f"process {error.pid}" if error.pid else "another process"
+        raise Fail(f"{path} is held by {holder} (pid {error.pid or '?'}), which is writing it; "
+                   f"to go on from it in a copy, run: harnesskit fork {path}") from None
+    except OSError as error:
+        raise Fail(f"{path}: cannot open for writing: {error.strerror or error}") from None

@@ -1,0 +1,69 @@
+"""`harnesskit config get|set|list`: the config files, comments and order kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harnesskit import config as cfg
+
+from .errors import Fail
+
+
+@click.group("config")
+def config() -> None:
+    """Read and change harnesskit's configuration.
+
+    The user file is $HARNESSKIT_HOME/config.yaml (default ~/.harnesskit/config.yaml); a project's
+    .harnesskit.yaml (here or in a parent directory) wins over it. Keys: model, base_url,
+    session_dir, fsync, tools.
+
+    \b
+    Examples:
+      harnesskit config get model
+      harnesskit config set model openai:llama3
+      harnesskit config set --project fsync always
+      harnesskit config list
+    """
+
+
+@config.command("get")
+@click.argument("key")
+def get(key: str) -> None:
+    """Print the value in effect for KEY (empty when unset)."""
+    if key not in cfg.KEYS:
+        raise Fail(f"unknown config key {key!r} (known: {', '.join(cfg.KEYS)})")
+    try:
+        value = cfg.load_config().get(key)
+    except cfg.ConfigError as error:
+        raise Fail(str(error)) from None
+    click.echo("" if value is None else str(value))
+
+
+@config.command("set")
+@click.argument("key")
+@click.argument("value")
+@click.option("--project", is_flag=True, help="Write ./.harnesskit.yaml instead of the user file.")
+def set_(key: str, value: str, project: bool) -> None:
+    """Set KEY to VALUE in the user (or project) config file, keeping its comments and order."""
+    path = Path(cfg.PROJECT_FILE).resolve() if project else cfg.user_config_path()
+    try:
+        cfg.set_value(path, key, value)
+    except cfg.ConfigError as error:
+        raise Fail(str(error)) from None
+    except OSError as error:
+        raise Fail(f"{path}: {error.strerror or error}") from None
+    click.echo(f"{key} = {value} ({path})")
+
+
+@config.command("list")
+def list_() -> None:
+    """Every key, its value in effect, and where it came from."""
+    try:
+        loaded = cfg.load_config()
+    except cfg.ConfigError as error:
+        raise Fail(str(error)) from None
+    for key in cfg.KEYS:
+        value = loaded.get(key)
+        click.echo(f"{key} = {'' if value is None else value}  ({loaded.sources.get(key, 'default')})")

@@ -1,0 +1,91 @@
+"""`harnesskit continue`: reopen the most recent session of this directory (or a given one)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from harnesskit.agent.messages import text_of
+from harnesskit.session import store
+from harnesskit.session.live import LiveSession, model_spec
+
+from . import render
+from .chat import ChatOptions, Conversation, Settings, chat_options, identity, make_model, open_live, settings_from
+from .chat import start_new as start_new_session
+from .errors import Fail, warn
+
+
+def find_session(ref: str, settings: Settings) -> Path:
+    """A path as given, or a session id prefix looked up here first, then in every directory."""
+    candidate = Path(ref).expanduser()
+    if "/" in ref or ref.endswith(".jsonl") or candidate.exists():
+        if not candidate.exists():
+            raise Fail(f"{ref}: no such file")
+        return candidate
+    for directories in ([settings.directory()], store.all_session_dirs()):
+        matches = sorted(
+            {p for d in directories for p in store.session_files(d)
+             if str((store.read_header(p) or {}).get("id", "")).startswith(ref)}
+        )
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise Fail(f"session id prefix {ref!r} is ambiguous: {', '.join(str(m) for m in matches[:5])}")
+    raise Fail(f"no session found matching {ref!r}")
+
+
+@click.command("continue")
+@click.argument("session", required=False, metavar="[FILE|ID-PREFIX]")
+@click.option("--from", "from_ref", metavar="ENTRY", help="Branch in place from ENTRY (id, prefix or label).")
+@chat_options
+def continue_(session: str | None, from_ref: str | None, **kwargs: object) -> None:
+    """Reopen a session and go on talking.
+
+    With no argument, the most recent session of this directory (newest valid file); with none
+    found, says so and starts a new one. The model the session last used is restored unless
+    --model is given. A session another process is writing is refused (fork it instead).
+
+    \b
+    Examples:
+      harnesskit continue
+      harnesskit continue -p "what did you compute before?"
+      harnesskit continue 01a23125            # a session id prefix
+      harnesskit continue path/to/session.jsonl --from checkpoint-1
+    """
+    options = ChatOptions(**kwargs)  # type: ignore[arg-type]
+    settings = settings_from(options)
+    if session is None:
+        path = store.most_recent(settings.directory())
+        if path is None:
+            warn(f"no session found in {settings.directory()}; starting a new one")
+            model = make_model(settings.model_spec, settings.base_url)
+            live = start_new_session(settings, model)
+            raise SystemExit(Conversation(live, model, settings).run(options.prompts))
+    else:
+        path = find_session(session, settings)
+
+    live = open_live(path, settings, from_ref)
+    try:
+        context = live.context()
+        restored = model_spec(context.model)
+        spec = settings.model_spec if settings.model_given or restored is None else restored
+        if not settings.model_given and restored is None and context.model:
+            warn(f"the session's model {context.model.get('provider')}/{context.model.get('modelId')} is not one "
+                 f"harnesskit runs; using {spec}")
+        model = make_model(spec, settings.base_url)
+        if context.model != identity(model):
+            live.defer("model_change", **identity(model))  # written only if this run appends anything
+    except BaseException:
+        live.close()
+        raise
+    announce(live)
+    raise SystemExit(Conversation(live, model, settings).run(options.prompts))
+
+
+def announce(live: LiveSession) -> None:
+    messages = live.context().messages
+    roles = " → ".join(str(m.get("role")) for m in messages)
+    click.echo(f"Restored {len(messages)} messages: {roles}" if messages else "Restored 0 messages")
+    if messages:
+        click.echo(f"Last message: {render.cut(render.one_line(text_of(messages[-1])), 200)}")

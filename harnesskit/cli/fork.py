@@ -1,0 +1,45 @@
+"""`harnesskit fork`: a new session file from an entry of an old one."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from harnesskit.session import store
+from harnesskit.session.fork import ForkError, write_fork
+
+from .errors import Fail
+from .inspect import open_for_reading, resolve_leaf
+
+
+@click.command("fork")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--at", "at_ref", metavar="ENTRY", help="Fork at ENTRY (id, prefix or label); default the leaf.")
+@click.option("--all", "everything", is_flag=True, help="Copy every entry, all branches (as pi --fork).")
+@click.option("--cwd", "cwd", type=click.Path(file_okay=False, path_type=Path),
+              help="The new session's working directory (default: this one).")
+@click.option("--session-dir", metavar="DIR", help="Where to put the new file (used flat).")
+def fork(file: Path, at_ref: str | None, everything: bool, cwd: Path | None, session_dir: str | None) -> None:
+    """Start a new session file from FILE, linked to it by parentSession.
+
+    By default the new file holds the path root → ENTRY with the labels of those entries; --all
+    copies everything. FILE is never modified. Prints the new file's path (and only that) on stdout.
+
+    \b
+    Examples:
+      harnesskit fork session.jsonl
+      harnesskit fork session.jsonl --at checkpoint-1
+      harnesskit fork session.jsonl --all --cwd ../other-checkout
+    """
+    if everything and at_ref:
+        raise Fail("--all copies every entry; it does not take --at")
+    source = open_for_reading(str(file))
+    at = resolve_leaf(source, at_ref)
+    target_cwd = str((cwd or Path.cwd()).resolve()) if cwd else os.getcwd()
+    try:
+        path = write_fork(source, store.session_dir(target_cwd, session_dir), target_cwd, at, everything)
+    except (ForkError, OSError) as error:
+        raise Fail(str(error)) from None
+    click.echo(str(path))

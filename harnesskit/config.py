@@ -1,0 +1,117 @@
+"""Configuration: ~/.harnesskit/config.yaml and a project .harnesskit.yaml (project wins).
+
+Read and written with ruamel.yaml's round-trip mode, so `config set` keeps a file's comments and
+key order.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from harnesskit.session.store import home_dir
+from harnesskit.session.writer import FSYNC_POLICIES
+
+KEYS = {
+    "model": "default model: demo, script:FILE.yaml or openai:MODEL",
+    "base_url": "base URL of an OpenAI-compatible server",
+    "session_dir": "directory for sessions (used flat)",
+    "fsync": "durability: always, turn or never",
+    "tools": "tools offered to the model, comma-separated (calc,read,ls)",
+}
+DEFAULTS: dict[str, Any] = {"model": "demo", "base_url": None, "session_dir": None, "fsync": "turn",
+                            "tools": "calc,read,ls"}
+PROJECT_FILE = ".harnesskit.yaml"
+
+
+class ConfigError(Exception):
+    pass
+
+
+def user_config_path() -> Path:
+    return home_dir() / "config.yaml"
+
+
+def project_config_path(cwd: Path | None = None) -> Path | None:
+    """The nearest .harnesskit.yaml from cwd upwards, or None."""
+    here = (cwd or Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        candidate = directory / PROJECT_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _yaml() -> YAML:
+    yaml = YAML()  # round-trip: comments and order survive a rewrite
+    yaml.preserve_quotes = True
+    return yaml
+
+
+def _load(path: Path) -> Any:
+    try:
+        with path.open(encoding="utf-8") as fp:
+            data = _yaml().load(fp)
+    except FileNotFoundError:
+        return None
+    except (OSError, YAMLError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read config: {' '.join(str(error).split())}") from None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(f"{path}: config must be a mapping of keys to values")
+    return data
+
+
+def check_value(key: str, value: Any) -> Any:
+    if key not in KEYS:
+        raise ConfigError(f"unknown config key {key!r} (known: {', '.join(KEYS)})")
+    if value is None:
+        return None
+    if key == "fsync" and value not in FSYNC_POLICIES:
+        raise ConfigError(f"fsync must be one of {', '.join(FSYNC_POLICIES)}, not {value!r}")
+    if key == "tools" and isinstance(value, list):
+        value = ",".join(map(str, value))
+    return str(value)
+
+
+@dataclass
+class Config:
+    values: dict[str, Any]
+    sources: dict[str, str]
+
+    def get(self, key: str) -> Any:
+        return self.values.get(key)
+
+
+def load_config(cwd: Path | None = None) -> Config:
+    values = dict(DEFAULTS)
+    sources = {key: "default" for key in DEFAULTS}
+    project = project_config_path(cwd)
+    for path in (user_config_path(), project):
+        if path is None:
+            continue
+        data = _load(path)
+        for key, value in (data or {}).items():
+            values[str(key)] = check_value(str(key), value)
+            sources[str(key)] = str(path)
+    return Config(values, sources)
+
+
+def set_value(path: Path, key: str, value: str) -> None:
+    """Set one key, keeping everything else in the file as it was."""
+    check_value(key, value)
+    data = _load(path)
+    if data is None:
+        from ruamel.yaml.comments import CommentedMap
+
+        data = CommentedMap()
+    data[key] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with temp.open("w", encoding="utf-8") as fp:
+        _yaml().dump(data, fp)
+    os.replace(temp, path)

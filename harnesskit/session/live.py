@@ -1,0 +1,116 @@
+"""A session being written: the tree so far, the leaf, and the recorder that turns agent events
+into appended entries. The agent loop never sees this; the chat command subscribes it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harnesskit.agent.events import Event, MessageEnd, TurnEnd
+
+from .format import entry as make_entry
+from .format import new_entry_id, session_header
+from .loader import Session
+from .store import session_filename
+from .tree import Context, Tree, build_context
+from .writer import SessionWriter
+
+
+def model_spec(model: dict | None) -> str | None:
+    """The `--model` spec that recreates a context's model, when harnesskit can run it."""
+    if not model:
+        return None
+    provider, model_id = model.get("provider"), model.get("modelId")
+    if provider == "harnesskit" and model_id == "demo":
+        return "demo"
+    if provider == "openai" and isinstance(model_id, str) and model_id:
+        return f"openai:{model_id}"
+    return None
+
+
+@dataclass
+class LiveSession:
+    """One session file (or none, with --no-session) that a chat appends to."""
+
+    tree: Tree
+    path: Path | None
+    writer: SessionWriter | None
+    leaf_id: str | None
+    cwd: str
+    header: dict
+    _pending: list[dict] = field(default_factory=list)  # entries held until the first message
+    saved_messages: int = 0
+    _next_line: int = 0
+
+    @classmethod
+    def new(cls, directory: Path | None, cwd: str, fsync: str, model: dict, *,
+            parent_session: str | None = None) -> LiveSession:
+        header = session_header(cwd, parent_session=parent_session)
+        path = None if directory is None else directory / session_filename(header["timestamp"], header["id"])
+        writer = None if path is None else SessionWriter(path, header=header, fsync=fsync)
+        live = cls(Tree.from_entries([], []), path, writer, None, cwd, header, _next_line=2)
+        live.append("model_change", provider=model["provider"], modelId=model["modelId"])
+        live.append("thinking_level_change", thinkingLevel="off")
+        return live
+
+    @classmethod
+    def reopen(cls, session: Session, fsync: str, *, write: bool = True, leaf_id: str | None = None) -> LiveSession:
+        """Continue an existing file. Takes its lock now (so a second writer is refused at once);
+        writes nothing until something is appended."""
+        writer = SessionWriter(session.path, header=None, fsync=fsync) if write else None
+        last_line = max(session.tree.lines, default=session.header_line)
+        leaf = leaf_id if leaf_id is not None else session.tree.leaf_id
+        return cls(session.tree, session.path, writer, leaf, str(session.header.get("cwd") or os.getcwd()),
+                   session.header, _next_line=last_line + 1)
+
+    @property
+    def created(self) -> bool:
+        return self.path is not None and self.path.exists()
+
+    def context(self) -> Context:
+        return build_context(self.tree, self.leaf_id)
+
+    def defer(self, kind: str, **payload: object) -> None:
+        """An entry that goes out only if this run appends anything (a model switch on reopen):
+        restoring and leaving at once must leave the file byte-identical."""
+        self._pending.append({"kind": kind, "payload": payload})
+
+    def append(self, kind: str, **payload: object) -> dict:
+        if self._pending:
+            pending, self._pending = self._pending, []
+            for item in pending:
+                self._append(item["kind"], item["payload"])
+        return self._append(kind, payload)
+
+    def _append(self, kind: str, payload: dict) -> dict:
+        entry = make_entry(kind, new_entry_id(self.tree.by_id), self.leaf_id, **payload)
+        if kind in ("custom", "custom_message"):  # pi's key order for these two
+            base = {k: entry.pop(k) for k in ("id", "parentId", "timestamp")}
+            entry.update(base)
+        if self.writer is not None:
+            self.writer.append(entry)
+        self.tree.add(entry, self._next_line)
+        self._next_line += 1
+        self.leaf_id = entry["id"]
+        return entry
+
+    def record_message(self, message: dict) -> dict:
+        entry = self.append("message", message=message)
+        self.saved_messages += 1
+        return entry
+
+    def on_event(self, event: Event) -> None:
+        """The subscription: a message is appended the moment it is final; a turn end syncs."""
+        if isinstance(event, MessageEnd):
+            self.record_message(event.message)
+        elif isinstance(event, TurnEnd) and self.writer is not None:
+            self.writer.end_turn()
+
+    def branch(self, entry_id: str) -> None:
+        """Move the leaf: the next entry becomes a child of `entry_id` (a new branch)."""
+        self.leaf_id = entry_id
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
