@@ -135,14 +135,21 @@ def inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: boo
             click.echo(render.json_line(_row(session, pos, labels, leaf)))
         return
     click.echo(header_line(session))
+    click.echo(entries_table(session, path, fmt, cols))
+
+
+def entries_table(session: Session, path: list[int] | None, fmt: str, cols: int | None) -> str:
+    """One row per entry (or per entry of `path`): line, id (+label), parent, type, summary."""
+    tree = session.tree
+    labels = tree.labels()
     rows = []
-    for pos in positions:
+    for pos in path if path is not None else range(len(tree)):
         entry = session.entries[pos]
         entry_id = tree.ids[pos] or "-"
         label = f" [{labels[entry_id]}]" if entry_id in labels else ""
         rows.append([session.lines[pos], entry_id + label, tree.parents[pos] or "-", render.entry_kind(entry),
                      render.entry_summary(entry)])
-    click.echo(render.table(rows, ["line", "id", "parent", "type", "summary"], fmt, cols, 4))
+    return render.table(rows, ["line", "id", "parent", "type", "summary"], fmt, cols, 4)
 
 
 def _row(session: Session, pos: int, labels: dict[str, str], leaf: str | None) -> dict:
