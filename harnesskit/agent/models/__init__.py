@@ -1,0 +1,103 @@
+"""Models the loop can talk to, behind one small streaming protocol.
+
+Model modules are imported only when a spec asks for them: ``openai`` alone costs over a second
+of start-up, which ``inspect``/``validate`` must never pay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from harnesskit.agent.tools import Tool
+
+
+class ModelError(Exception):
+    """A model call failed; ``message`` is one readable line (it becomes ``errorMessage``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingChunk:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallChunk:
+    """One complete tool call (models assemble streamed argument fragments themselves)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class DoneChunk:
+    """The response finished; ``usage`` uses pi's keys (missing ones become zeros)."""
+
+    stop_reason: str
+    usage: dict[str, Any] | None = None
+    response_id: str | None = None
+
+
+Chunk = TextChunk | ThinkingChunk | ToolCallChunk | DoneChunk
+
+
+class Model(Protocol):
+    """What the loop needs: identity for the assistant message, and a chunk stream.
+
+    ``messages`` is the pi context as is (custom roles included); each model converts it
+    (see ``messages.to_llm_messages``). Failures raise ``ModelError``.
+    """
+
+    api: str
+    provider: str
+    model_id: str
+
+    def stream(self, messages: list[dict[str, Any]], tools: list[Tool]) -> Iterator[Chunk]: ...
+
+
+SPECS_HELP = "demo, script:FILE.yaml or openai:MODEL"
+
+
+def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Model:
+    """Build a model from a spec string; unknown or unusable specs raise ValueError."""
+    kind, sep, rest = (spec or "").strip().partition(":")
+    if kind == "demo" and not sep:
+        from harnesskit.agent.models.demo import DemoModel
+
+        return DemoModel()
+    if kind == "script" and rest:
+        from harnesskit.agent.models.script import ScriptModel
+
+        return ScriptModel.from_file(rest)
+    if kind == "openai" and rest.strip():
+        from harnesskit.agent.models.openai import OpenAIModel
+
+        return OpenAIModel(rest.strip(), base_url=base_url, api_key=api_key)
+    if kind in ("script", "openai"):
+        what = "FILE.yaml" if kind == "script" else "MODEL"
+        raise ValueError(f"model spec {spec!r} is missing its {what} part (expected {kind}:{what})")
+    raise ValueError(f"unknown model spec {spec!r} (expected {SPECS_HELP})")
+
+
+__all__ = [
+    "Chunk",
+    "DoneChunk",
+    "Model",
+    "ModelError",
+    "TextChunk",
+    "ThinkingChunk",
+    "ToolCallChunk",
+    "resolve_model",
+]
