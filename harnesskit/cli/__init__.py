@@ -57,11 +57,22 @@ def cli() -> None:
 
 
 def main() -> None:
-    """Entry point: no Python traceback ever reaches a user, unless they ask for it."""
+    """Entry point: exit codes of contract §6, and no Python traceback ever reaches a user unless
+    they ask for one (HARNESSKIT_DEBUG=1)."""
     try:
-        cli(standalone_mode=True)
-    except KeyboardInterrupt:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except (click.Abort, KeyboardInterrupt):
+        click.echo("harnesskit: interrupted", err=True)
         sys.exit(130)
+    except BrokenPipeError:
+        # stdout went away (`| head`): stop quietly, and keep Python from complaining at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
     except Exception as error:  # noqa: BLE001 - the last line of defence
         if os.environ.get("HARNESSKIT_DEBUG"):
             raise

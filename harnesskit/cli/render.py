@@ -138,8 +138,19 @@ def draw_tree(tree: Tree, positions: Iterable[int] | None, labels: dict[str, str
         return items[::-1]
 
     stack = branches(kids.get(None, []), "")
-    while stack:
+    drawn: set[int] = set()
+    unreached = iter(range(len(tree)))
+    while True:
+        if not stack:
+            # entries no root reaches (a parentId cycle): each starts a tree of its own, drawn once
+            start = next((p for p in unreached if p not in drawn and (allowed is None or p in allowed)), None)
+            if start is None:
+                break
+            stack = [(start, "", "")]
         pos, lead, prefix = stack.pop()
+        if pos in drawn:
+            continue
+        drawn.add(pos)
         entry = tree.entries[pos]
         entry_id = tree.ids[pos] or "?"
         marks = f" [{labels[entry_id]}]" if entry_id in labels else ""
