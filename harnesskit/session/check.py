@@ -155,8 +155,8 @@ def _check_entry(state: _State, entry: dict, line: int) -> None:
         return
     state.line_of[entry_id] = line
     state.parent_of[entry_id] = parent
-    if parent is not None and parent not in state.line_of:
-        state.forward.append((line, entry_id, parent))
+    if parent is not None and (parent == entry_id or parent not in state.line_of):
+        state.forward.append((line, entry_id, parent))  # a self-parent is a cycle of one
 
     reference = _REFERENCES.get(kind)
     if reference is not None:
@@ -200,11 +200,11 @@ def _call_on_path(state: _State, start: str | None, call_id: str) -> bool:
 
 def _finish(state: _State) -> None:
     line_of = state.line_of
-    for line, _entry_id, parent in state.forward:
+    for line, entry_id, parent in state.forward:
         later = line_of.get(parent)
         if later is None:
             state.add(line, "$.parentId", f"parentId {parent!r} names no entry", "dangling-parent")
-        else:
+        elif parent != entry_id:  # a self-parent is reported as a cycle below
             state.add(line, "$.parentId", f"parentId {parent!r} names an entry that comes later (line {later})",
                       "forward-parent")
     for line, entry_id in _cycles(state):

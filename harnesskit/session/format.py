@@ -5,9 +5,7 @@ Everything here matches what pi 0.73.1 writes, so files we write open in pi (con
 
 from __future__ import annotations
 
-import secrets
 import time
-import uuid
 from collections.abc import Container
 from datetime import UTC, datetime
 
@@ -57,6 +55,9 @@ def ms_now() -> int:
 
 def new_session_id() -> str:
     """A UUIDv7 as pi draws (time-ordered), falling back to our own layout on Pythons without uuid7."""
+    import secrets
+    import uuid  # both imported here: the read side never draws ids, and start-up counts
+
     maker = getattr(uuid, "uuid7", None)
     if maker is not None:
         return str(maker())
@@ -69,6 +70,9 @@ def new_session_id() -> str:
 
 def new_entry_id(taken: Container[str]) -> str:
     """8 lowercase hex, redrawn on collision (pi: up to 100 times, then a full UUID)."""
+    import secrets
+    import uuid
+
     for _ in range(100):
         candidate = secrets.token_hex(4)
         if candidate not in taken:

@@ -6,7 +6,6 @@ same ids (pi draws random ones) and `--leaf`, `fork --at` work the same each tim
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -111,6 +110,8 @@ class Migrator:
         return migrated
 
     def _v1_id(self, line: int) -> str:
+        import hashlib  # only v1 files need it
+
         seed = f"{self.header.get('id')}:{line}"
         salt = 0
         while True:
