@@ -227,7 +227,7 @@ class Conversation:
 
     def fork(self, ref: str | None) -> None:
         live = self.live
-        if live.path is None or not live.created:
+        if live.path is None or live.writer is None or not live.created:
             raise Fail("nothing to fork yet: the session has no file (no reply so far, or --no-session)")
         at = live.tree.resolve(ref) if ref else live.leaf_id
         live.close()
@@ -266,8 +266,8 @@ class Conversation:
                         break
                     continue
                 end = self.ask(text)
-                if end.error and not sys.stdin.isatty():
-                    return 1
+                if not sys.stdin.isatty() and (end.error or end.aborted):
+                    return 130 if end.aborted else 1
             return 1 if self.failed else 0
         finally:
             self.live.close()
@@ -303,7 +303,7 @@ def read_prompts(live: LiveSession) -> Iterator[str]:
 
 
 def report_saved(live: LiveSession) -> None:
-    if live.path is None:
+    if live.path is None or live.writer is None:
         click.echo("session: not saved (--no-session)")
     elif live.created:
         click.echo(f"session: {live.path} ({live.saved_messages} messages saved this run)")
