@@ -99,7 +99,8 @@ def inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: boo
         return
 
     if show_context:
-        context = build_context(tree, leaf)
+        # no --leaf: the file's last entry, even one without an id (pi: leafId undefined -> last entry)
+        context = build_context(tree, leaf if leaf_ref is not None else ...)
         if as_json:
             for message in context.messages:
                 click.echo(render.json_line(message))

@@ -1,0 +1,60 @@
+"""Shared fixtures for the session/CLI tests: where the fixture files are, and a CLI runner."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from harnesskit.cli import cli
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+V3_DIR = FIXTURES / "pi" / "v3"
+V3_FILES = sorted(V3_DIR.glob("*.jsonl"))
+EXPECTED_DIR = V3_DIR / "expected"
+V1_LARGE = FIXTURES / "pi" / "v1-large-session.jsonl"
+V1_LARGE_EXPECTED = FIXTURES / "pi" / "v1-large-session.expected.json"
+TUTORIAL_DIR = FIXTURES / "tutorial"
+TUTORIAL_FILES = sorted(TUTORIAL_DIR.glob("*.jsonl"))
+ALL_FIXTURES = [*V3_FILES, V1_LARGE, *TUTORIAL_FILES]
+
+
+def expected_for(path: Path) -> dict:
+    """pi's own view of a v3 fixture (fixtures/pi/v3/expected/<stem>.json)."""
+    return json.loads((EXPECTED_DIR / f"{path.stem}.json").read_text(encoding="utf-8"))
+
+
+def read_objects(path: Path) -> list[dict]:
+    """Every line of a (clean) fixture parsed independently of harnesskit: [header, *entries]."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def write_lines(path: Path, objects: list[object]) -> Path:
+    """One compact JSON value per line, newline-terminated."""
+    path.write_text("".join(json.dumps(o, ensure_ascii=False) + "\n" for o in objects), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def run() -> Callable[..., Result]:
+    """run("inspect", path, "--json") -> the Click result (stdout/stderr kept apart)."""
+    runner = CliRunner()
+
+    def invoke(*args: object) -> Result:
+        return runner.invoke(cli, [str(a) for a in args], catch_exceptions=True)
+
+    return invoke
+
+
+def assert_one_line_error(result: Result, code: int = 2) -> str:
+    """Exit `code`, exactly one stderr line starting with 'harnesskit: error:', and no traceback."""
+    assert result.exit_code == code, (result.exit_code, result.output, result.exception)
+    assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit), result.exception
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("harnesskit: error:"), lines[0]
+    assert "Traceback" not in result.output
+    return lines[0]
