@@ -105,13 +105,18 @@ def set_value(path: Path, key: str, value: str) -> None:
     """Set one key, keeping everything else in the file as it was."""
     check_value(key, value)
     data = _load(path)
+    kept = ""  # a file of comments only loads as None: its comments must survive too
     if data is None:
         from ruamel.yaml.comments import CommentedMap
 
         data = CommentedMap()
+        if path.exists():
+            lines = path.read_text(encoding="utf-8").splitlines()
+            kept = "".join(f"{line}\n" for line in lines if not line.strip() or line.lstrip().startswith("#"))
     data[key] = value
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     with temp.open("w", encoding="utf-8") as fp:
+        fp.write(kept)
         _yaml().dump(data, fp)
     os.replace(temp, path)

@@ -152,7 +152,10 @@ class Conversation:
             click.echo(f"[result] {event.message.get('toolName')} {mark} {render.one_line(text_of(event.message))}")
 
     def _handle(self, event: Event) -> None:
-        self.live.on_event(event)  # persist first: the screen may fail, the file must not
+        try:
+            self.live.on_event(event)  # persist first: the screen may fail, the file must not
+        except OSError as error:  # the session cannot be written (a bad --session-dir, a full disk)
+            raise Fail(f"{self.live.path}: cannot write the session: {error.strerror or error}") from None
         self._show(event)
 
     def ask(self, text: str) -> AgentEnd:
@@ -240,6 +243,8 @@ class Conversation:
             raise Fail(f"fork failed: {error}") from None
         self.live = reopened
         self.context = reopened.context().messages
+        if reopened.context().model != identity(self.model):  # e.g. a model_change still deferred
+            reopened.defer("model_change", **identity(self.model))
         click.echo(f"forked to {new_path}")
 
     # -- the prompt loop --------------------------------------------------------------------
@@ -346,6 +351,11 @@ def open_live(path: Path, settings: Settings, leaf_ref: str | None) -> LiveSessi
     from .inspect import open_for_reading
 
     session = open_for_reading(str(path))
+    if session.dialect.legacy and not settings.options.no_session:
+        # Appending v3 entries to a legacy file would make a mixed file pi cannot read as one
+        # (and v1 ids are re-derived from line order on every read, so appended ids would be lost).
+        raise Fail(f"{path}: a legacy {session.dialect} file cannot be appended to; run "
+                   f"`harnesskit migrate {path}` first, or `harnesskit fork {path}` to go on in a v3 copy")
     leaf = None
     if leaf_ref is not None:
         try:

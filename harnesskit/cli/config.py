@@ -44,10 +44,12 @@ def get(key: str) -> None:
 @config.command("set")
 @click.argument("key")
 @click.argument("value")
-@click.option("--project", is_flag=True, help="Write ./.harnesskit.yaml instead of the user file.")
+@click.option("--project", is_flag=True,
+              help="Write the project's .harnesskit.yaml (the nearest one, else ./) instead of the user file.")
 def set_(key: str, value: str, project: bool) -> None:
     """Set KEY to VALUE in the user (or project) config file, keeping its comments and order."""
-    path = Path(cfg.PROJECT_FILE).resolve() if project else cfg.user_config_path()
+    # the nearest project file, the one in effect: a new ./.harnesskit.yaml would shadow all of it
+    path = (cfg.project_config_path() or Path(cfg.PROJECT_FILE).resolve()) if project else cfg.user_config_path()
     try:
         cfg.set_value(path, key, value)
     except cfg.ConfigError as error:

@@ -61,12 +61,26 @@ def session_files(directory: Path) -> list[Path]:
         return []
 
 
+def readable_header(path: Path) -> dict | None:
+    """The header, if it is one harnesskit reads (a newer version is not a session we can go on with)."""
+    from .migrate import UnsupportedSession, detect
+
+    header = read_header(path)
+    if header is None:
+        return None
+    try:
+        detect(header)
+    except UnsupportedSession:
+        return None
+    return header
+
+
 def most_recent(directory: Path) -> Path | None:
-    """The valid session file (full header line parses) with the newest mtime."""
+    """The valid session file (full header line parses, a version we read) with the newest mtime."""
     best: tuple[float, str] | None = None
     chosen = None
     for path in session_files(directory):
-        if read_header(path) is None:
+        if readable_header(path) is None:
             continue
         try:
             key = (path.stat().st_mtime, path.name)
