@@ -5,14 +5,13 @@ The source is only read. The new file is written at once, in one write, and fsyn
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from .format import entry as make_entry
 from .format import new_entry_id, session_header
 from .loader import Session
 from .store import session_filename
-from .writer import encode
+from .writer import create_synced, encode
 
 
 class ForkError(Exception):
@@ -55,12 +54,5 @@ def write_fork(source: Session, directory: Path, cwd: str, at: str | None = None
     path = directory / session_filename(header["timestamp"], header["id"])
     directory.mkdir(parents=True, exist_ok=True)
     data = encode(header) + b"".join(encode(e) for e in entries)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    create_synced(path, data)
     return path

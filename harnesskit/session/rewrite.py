@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .loader import Session, SessionError, load_session
-from .writer import SessionLocked, encode, lock_holder
+from .writer import SessionLocked, create_synced, encode, lock_holder
 
 
 class MigrationRefused(Exception):
@@ -61,7 +61,7 @@ def migrate_file(path: Path) -> Plan:
         except OSError:
             raise SessionLocked(path, lock_holder(path)) from None
         try:
-            _write_synced(temp, data)
+            create_synced(temp, data)
             check = load_session(temp, exact=True)
             if check.entries != session.entries or check.header != session.header:
                 raise MigrationRefused(f"{path}: the migrated copy did not read back the same; nothing was changed")
@@ -72,17 +72,6 @@ def migrate_file(path: Path) -> Plan:
         finally:
             temp.unlink(missing_ok=True)
     return result
-
-
-def _write_synced(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _fsync_path(path: Path) -> None:

@@ -40,6 +40,8 @@ import referencing
 import referencing.jsonschema
 from jsonschema.exceptions import ValidationError, best_match
 
+from .format import ENTRY_TYPES
+
 __all__ = [
     "KNOWN_CONTENT_TYPES",
     "KNOWN_ENTRY_TYPES",
@@ -59,19 +61,7 @@ __all__ = [
 SCHEMA_BASE_URI = "https://harnesskit.dev/schemas/"
 
 #: Entry types pi 0.73.1 writes (pi-reference §2.3). Other types are valid (forward compatibility).
-KNOWN_ENTRY_TYPES: frozenset[str] = frozenset(
-    {
-        "message",
-        "model_change",
-        "thinking_level_change",
-        "compaction",
-        "branch_summary",
-        "custom",
-        "custom_message",
-        "label",
-        "session_info",
-    }
-)
+KNOWN_ENTRY_TYPES: frozenset[str] = frozenset(ENTRY_TYPES)
 #: Message roles with a schema of their own (pi-reference §2.4). Other roles are accepted.
 KNOWN_ROLES: frozenset[str] = frozenset({"user", "assistant", "toolResult", "bashExecution", "custom"})
 #: Content block types with a schema of their own. Other block types are accepted, as pi accepts them.

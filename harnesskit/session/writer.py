@@ -36,6 +36,23 @@ def encode(entry: dict) -> bytes:
         return json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """os.write until every byte is out (a write may be partial)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def create_synced(path: Path, data: bytes) -> None:
+    """A new file (never an existing one) holding `data`, fsynced before this returns."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def lock_holder(path: Path) -> int | None:
     """The pid holding a flock on `path`, read from /proc/locks (Linux); None when unknown."""
     try:
@@ -136,10 +153,7 @@ class SessionWriter:
         if self._check_tail:
             self._check_tail = False
             self._repair_tail()
-        view = memoryview(data)
-        while view:
-            done = os.write(self._fd, view)
-            view = view[done:]
+        write_all(self._fd, data)
         self.written += count
         self._dirty = True
         if self.fsync == "always":
