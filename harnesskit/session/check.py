@@ -2,20 +2,32 @@
 
 Memory is kept to what the structural checks need: id -> line, id -> parent, and the tool call
 ids of assistant messages. Entries themselves are dropped as soon as they are checked.
+
+Speed (benchmarks/bench.py): lines after the header take a fast path (orjson straight on the raw
+line, no Record objects) and fall back to the reader's own code for anything unusual, so every
+diagnostic is the reader's. A large v3 file is split at a line boundary and its second half is
+checked in a forked worker process; the worker returns only what the structural checks need (its
+problems, ids, forward parents, references and the tool results whose path leaves its half), and
+the parent merges them into exactly the problems, in exactly the order, that one pass gives.
 """
 
 from __future__ import annotations
 
 import gc
 import os
-from dataclasses import dataclass, field
+import stat
+import threading
+from collections import ChainMap
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+import orjson
 
 from . import schemas
 from .format import is_header
 from .loader import SessionError, open_binary
 from .migrate import Migrator, UnsupportedSession, detect, migrate_header
-from .reader import Diagnostic, iter_lines, read_records
+from .reader import Diagnostic, iter_lines, open_range, read_records
 
 
 @dataclass(frozen=True)
@@ -54,12 +66,22 @@ class _State:
     report: FileReport
     line_of: dict[str, int] = field(default_factory=dict)
     parent_of: dict[str, str | None] = field(default_factory=dict)
-    calls_of: dict[str, frozenset[str]] = field(default_factory=dict)
+    calls_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
     forward: list[tuple[int, str, str]] = field(default_factory=list)  # line, id, parentId
     refs: list[tuple[int, str, str, bool]] = field(default_factory=list)  # line, path, id, root ok
+    # a worker only: tool results whose path leaves its half (line, node, call id), decided by the parent
+    pending: list[tuple[int, str, str]] | None = None
+    # a worker only: duplicate-id problems (index, id, first line), reworded once line numbers are known
+    duplicates: list[tuple[int, str, int]] | None = None
+    last_id: str | None = None  # a parentId equal to it shares its string (memory)
 
     def add(self, line: int, path: str, message: str, code: str, severity: str = "error") -> None:
         self.report.problems.append(Problem(self.report.file, line, path, message, severity, code))
+
+    def duplicate(self, line: int, entry_id: str, first: int) -> None:
+        self.add(line, "$.id", f"duplicate id {entry_id!r} (first on line {first})", "duplicate-id")
+        if self.duplicates is not None:
+            self.duplicates.append((len(self.report.problems) - 1, entry_id, first))
 
 
 _REFERENCES = {
@@ -69,55 +91,189 @@ _REFERENCES = {
 }
 
 
-def check_file(path: str | os.PathLike[str]) -> FileReport:
-    """Check one file; a file that cannot be read at all is one error in its report."""
+#: v3 files at least this big are checked in two processes (when the machine has two cores)
+SPLIT_MIN_BYTES = 32 << 20
+_BUFFER = 1 << 17  # read buffer for the lines after the header
+
+
+def check_file(path: str | os.PathLike[str], *, workers: int | None = None) -> FileReport:
+    """Check one file; a file that cannot be read at all is one error in its report.
+
+    `workers` is how many processes may check a large file (default: 2 when there are two cores);
+    the report is the same whatever it is.
+    """
     report = FileReport(str(path))
     try:
         fp = open_binary(path)
     except SessionError as error:
         report.problems.append(Problem(str(path), 0, "$", str(error).split(": ", 1)[-1], "error", "unreadable"))
         return report
+    if workers is None:
+        workers = min(2, os.cpu_count() or 1)
     enabled = gc.isenabled()
     gc.disable()  # millions of small retained objects make the cyclic GC dominate the run
     try:
         with fp:
-            _check_stream(fp, _State(report))
+            _check_stream(fp, _State(report), workers)
     finally:
         if enabled:
             gc.enable()
     return report
 
 
-def _check_stream(fp, state: _State) -> None:  # noqa: ANN001 - a binary file
+def _check_stream(fp, state: _State, workers: int = 1) -> None:  # noqa: ANN001 - a binary file
     header_line = 0
     migrator: Migrator | None = None
     last_line = 0
-    for item in read_records(iter_lines(fp)):
+    for item in read_records(iter_lines(fp)):  # up to the header; _scan reads the rest
         if isinstance(item, Diagnostic):
             state.add(item.line, "$", item.reason, item.code, item.severity)
             continue
         last_line = item.line
         obj = item.obj
-        if migrator is None:
-            if not is_header(obj):
-                state.add(item.line, "$.type",
-                          f"the first JSON object must be a session header, found a {obj['type']!r} entry",
-                          "no-header")
-                return
+        if not is_header(obj):
+            state.add(item.line, "$.type",
+                      f"the first JSON object must be a session header, found a {obj['type']!r} entry",
+                      "no-header")
+            return
+        try:
+            dialect = detect(obj)
+        except UnsupportedSession as error:
+            state.add(item.line, "$", str(error), "unsupported-version")
+            return
+        state.report.dialect = str(dialect)
+        header_line = item.line
+        migrator = Migrator(obj, dialect)
+        if dialect.legacy:
+            state.add(item.line, "$", f"legacy {dialect} file: run `harnesskit migrate` to rewrite it as v3",
+                      "legacy-version", "warning")
+        for problem in schemas.header_problems(migrate_header(obj, dialect)):
+            state.add(item.line, problem.path, problem.message, "schema")
+        break
+    if migrator is None:
+        if last_line == 0 and not state.report.problems:
+            state.add(0, "$", "empty file: no session header", "no-header")
+        elif not any(p.code == "no-header" for p in state.report.problems):
+            state.add(1, "$", "no readable session header", "no-header")
+        return
+    offset = fp.tell()
+    with open(fp.fileno(), "rb", buffering=_BUFFER, closefd=False) as big:  # fewer syscalls than 8 KiB
+        big.seek(offset)
+        if workers >= 2 and not migrator.dialect.legacy and _check_split(big, state, migrator, header_line, offset):
+            return
+        _scan(big, state, migrator, header_line, header_line, offset)
+    _finish(state)
+
+
+def _scan(fp, state: _State, migrator: Migrator, header_line: int, number: int, offset: int) -> int:  # noqa: ANN001
+    """Check the lines of `fp` after the header (the next is line `number` + 1, at byte `offset`);
+    returns the number of the last line.
+
+    The fast path parses the raw line with orjson (trailing whitespace is JSON whitespace, so this is
+    the reader's value) and runs _check_entry's steps inline; anything else (not JSON, not an object,
+    no type, a header, no newline, a legacy dialect) goes through the reader's own code and
+    _check_entry, so every diagnostic is exactly the reader's.
+    """
+    loads = orjson.loads
+    decode_error = orjson.JSONDecodeError
+    fast = _FAST and not migrator.dialect.legacy
+    report = state.report
+    add = state.add
+    is_valid = schemas.entry_is_valid
+    known = _KNOWN_ENTRY_TYPES
+    references = _REFERENCES
+    line_of = state.line_of
+    parent_of = state.parent_of
+    calls_of = state.calls_of
+    forward = state.forward
+    refs = state.refs
+    last_id = state.last_id
+    entries = 0
+    for raw in fp:
+        number += 1
+        if fast:
             try:
-                dialect = detect(obj)
-            except UnsupportedSession as error:
-                state.add(item.line, "$", str(error), "unsupported-version")
-                return
-            state.report.dialect = str(dialect)
-            header_line = item.line
-            migrator = Migrator(obj, dialect)
-            if dialect.legacy:
-                state.add(item.line, "$", f"legacy {dialect} file: run `harnesskit migrate` to rewrite it as v3",
-                          "legacy-version", "warning")
-            for problem in schemas.header_problems(migrate_header(obj, dialect)):
-                state.add(item.line, problem.path, problem.message, "schema")
+                entry = loads(raw)
+            except decode_error:
+                entry = None
+            if entry.__class__ is dict and raw[-1] == 10:  # a whole line holding an object
+                kind = entry.get("type")
+                if kind.__class__ is str and kind != "session" and kind != "header":
+                    # _check_entry, inline (a test runs every file both ways)
+                    entries += 1
+                    if kind not in known:
+                        add(number, "$.type", f"unknown entry type {kind!r} (kept, but pi ignores it)",
+                            "unknown-type", "warning")
+                    elif not is_valid(entry):
+                        for problem in schemas.entry_problems(entry):
+                            add(number, problem.path, problem.message, "schema")
+                    entry_id = entry.get("id")
+                    if entry_id.__class__ is str:
+                        parent = entry.get("parentId")
+                        if parent.__class__ is not str:
+                            parent = None
+                        elif parent == last_id:
+                            parent = last_id
+                        first = line_of.get(entry_id)
+                        if first is not None:
+                            state.duplicate(number, entry_id, first)
+                        else:
+                            line_of[entry_id] = number
+                            parent_of[entry_id] = parent
+                            last_id = entry_id
+                            if parent is not None and (parent == entry_id or parent not in line_of):
+                                forward.append((number, entry_id, parent))
+                            if kind == "message":
+                                message = entry.get("message")
+                                if message.__class__ is dict:
+                                    role = message.get("role")
+                                    if role == "assistant":
+                                        content = message.get("content")
+                                        if content.__class__ is list:
+                                            calls = [
+                                                b["id"] for b in content
+                                                if b.__class__ is dict and b.get("type") == "toolCall"
+                                                and b.get("id").__class__ is str
+                                            ]
+                                            if calls:
+                                                calls_of[entry_id] = tuple(calls)
+                                    elif role == "toolResult":
+                                        call_id = message.get("toolCallId")
+                                        if call_id.__class__ is str:
+                                            calls = calls_of.get(parent)
+                                            if (calls is None or call_id not in calls) and not _call_on_path(
+                                                    state, parent, call_id, number):
+                                                add(number, "$.message.toolCallId",
+                                                    f"toolCallId {call_id!r} matches no toolCall on this entry's path",
+                                                    "orphan-tool-result")
+                            else:
+                                reference = references.get(kind)
+                                if reference is not None:
+                                    target = entry.get(reference[0])
+                                    if target.__class__ is str:
+                                        refs.append((number, f"$.{reference[0]}", target, reference[1]))
+                    offset += len(raw)
+                    continue
+        state.last_id = last_id
+        _slow_line(state, migrator, header_line, number, offset, raw)
+        last_id = state.last_id
+        offset += len(raw)
+    state.last_id = last_id
+    report.entries += entries
+    return number
+
+
+def _slow_line(state: _State, migrator: Migrator, header_line: int, number: int, offset: int, raw: bytes) -> None:
+    """One line through the reader, exactly as the streaming pass sees it."""
+    terminated = raw.endswith(b"\n")
+    content = raw[:-1] if terminated else raw
+    if content.endswith(b"\r"):
+        content = content[:-1]
+    for item in read_records(((number, offset, content, terminated),)):
+        if isinstance(item, Diagnostic):
+            state.add(item.line, "$", item.reason, item.code, item.severity)
             continue
+        obj = item.obj
         if is_header(obj):
             state.add(item.line, "$.type", f"misplaced header (the header is on line {header_line})",
                       "misplaced-header")
@@ -125,18 +281,15 @@ def _check_stream(fp, state: _State) -> None:  # noqa: ANN001 - a binary file
         entry = migrator.entry(obj, item.line)
         state.report.entries += 1
         _check_entry(state, entry, item.line)
-    if migrator is None:
-        if last_line == 0 and not state.report.problems:
-            state.add(0, "$", "empty file: no session header", "no-header")
-        elif not any(p.code == "no-header" for p in state.report.problems):
-            state.add(1, "$", "no readable session header", "no-header")
-        return
-    _finish(state)
+
+
+_KNOWN_ENTRY_TYPES = schemas.KNOWN_ENTRY_TYPES
+_FAST = True  # the inline fast path of _scan; tests turn it off to prove both paths agree
 
 
 def _check_entry(state: _State, entry: dict, line: int) -> None:
     kind = entry["type"]
-    if kind not in schemas.KNOWN_ENTRY_TYPES:
+    if kind not in _KNOWN_ENTRY_TYPES:
         state.add(line, "$.type", f"unknown entry type {kind!r} (kept, but pi ignores it)", "unknown-type",
                   "warning")
     elif not schemas.entry_is_valid(entry):
@@ -149,21 +302,18 @@ def _check_entry(state: _State, entry: dict, line: int) -> None:
     parent = entry.get("parentId")
     if not isinstance(parent, str):
         parent = None
-    first = state.line_of.get(entry_id)
+    elif parent == state.last_id:
+        parent = state.last_id  # one string object for the id and its child's parentId
+    line_of = state.line_of
+    first = line_of.get(entry_id)
     if first is not None:
-        state.add(line, "$.id", f"duplicate id {entry_id!r} (first on line {first})", "duplicate-id")
+        state.duplicate(line, entry_id, first)
         return
-    state.line_of[entry_id] = line
+    line_of[entry_id] = line
     state.parent_of[entry_id] = parent
-    if parent is not None and (parent == entry_id or parent not in state.line_of):
+    state.last_id = entry_id
+    if parent is not None and (parent == entry_id or parent not in line_of):
         state.forward.append((line, entry_id, parent))  # a self-parent is a cycle of one
-
-    reference = _REFERENCES.get(kind)
-    if reference is not None:
-        key, root_ok = reference
-        target = entry.get(key)
-        if isinstance(target, str):
-            state.refs.append((line, f"$.{key}", target, root_ok))
 
     if kind == "message":
         message = entry.get("message")
@@ -172,30 +322,171 @@ def _check_entry(state: _State, entry: dict, line: int) -> None:
             if role == "assistant":
                 content = message.get("content")
                 if isinstance(content, list):
-                    calls = frozenset(
+                    calls = [
                         b["id"] for b in content
                         if isinstance(b, dict) and b.get("type") == "toolCall" and isinstance(b.get("id"), str)
-                    )
+                    ]
                     if calls:
-                        state.calls_of[entry_id] = calls
+                        state.calls_of[entry_id] = tuple(calls)
             elif role == "toolResult":
                 call_id = message.get("toolCallId")
-                if isinstance(call_id, str) and not _call_on_path(state, parent, call_id):
-                    state.add(line, "$.message.toolCallId",
-                              f"toolCallId {call_id!r} matches no toolCall on this entry's path",
-                              "orphan-tool-result")
+                if isinstance(call_id, str):
+                    calls = state.calls_of.get(parent)  # nearly always: the call is in the parent
+                    if (calls is None or call_id not in calls) and not _call_on_path(state, parent, call_id, line):
+                        state.add(line, "$.message.toolCallId",
+                                  f"toolCallId {call_id!r} matches no toolCall on this entry's path",
+                                  "orphan-tool-result")
+        return
+
+    reference = _REFERENCES.get(kind)
+    if reference is not None:
+        key, root_ok = reference
+        target = entry.get(key)
+        if isinstance(target, str):
+            state.refs.append((line, f"$.{key}", target, root_ok))
 
 
-def _call_on_path(state: _State, start: str | None, call_id: str) -> bool:
+def _call_on_path(state: _State, start: str | None, call_id: str, line: int = 0) -> bool:
+    """Whether a toolCall `call_id` is on the path from `start`, among the entries seen so far.
+
+    A worker cannot see the first half of the file: a walk that leaves its half is left `pending`
+    (and counts as found here) for the parent to finish.
+    """
     seen: set[str] = set()
     node = start
+    calls_of = state.calls_of
+    parent_of = state.parent_of
     while node is not None and node not in seen:
         seen.add(node)
-        calls = state.calls_of.get(node)
+        calls = calls_of.get(node)
         if calls is not None and call_id in calls:
             return True
-        node = state.parent_of.get(node)
+        if node not in parent_of:
+            if state.pending is not None:
+                state.pending.append((line, node, call_id))
+                return True
+            return False
+        node = parent_of[node]
     return False
+
+
+def _check_split(fp, state: _State, migrator: Migrator, header_line: int, offset: int) -> bool:  # noqa: ANN001
+    """Check the lines after the header in two processes; False when the file is not worth it (or
+    the halves cannot be merged exactly: ids shared across the halves), and the caller checks it in
+    one pass instead.
+
+    The parent checks [offset, cut), a forked worker [cut, end) with line numbers counted from its
+    start. When the parent is done it sends its line count; the worker answers with its problems
+    (renumbered), its ids, forward parents, references and pending tool-result walks; only when a
+    forward parentId exists anywhere (a damaged file) does the parent ask for the worker's maps too.
+    """
+    info = os.fstat(fp.fileno())
+    if not stat.S_ISREG(info.st_mode) or info.st_size - offset < SPLIT_MIN_BYTES:
+        return False
+    if threading.active_count() > 1:  # forking a threaded process is not safe
+        return False
+    try:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+    except (ImportError, ValueError):
+        return False
+    fp.seek(offset + (info.st_size - offset) // 2)
+    fp.readline()
+    cut = fp.tell()
+    fp.seek(offset)
+    if cut >= info.st_size:
+        return False
+    schemas.entry_is_valid({"type": "label"})  # compile the validators once, before the fork
+    here, there = ctx.Pipe()
+    worker = ctx.Process(target=_worker, args=(state.report.file, cut, migrator, header_line, there), daemon=True)
+    worker.start()
+    there.close()
+    try:
+        mine = _State(FileReport(state.report.file))
+        with open_range(fp.fileno(), offset, cut, _BUFFER) as first_half:
+            base = _scan(first_half, mine, migrator, header_line, header_line, offset)
+        here.send(base)
+        problems, entries, ids, forward, refs, pending = here.recv()
+        line_of = mine.line_of
+        if not line_of.keys().isdisjoint(ids):
+            here.send("stop")
+            fp.seek(offset)
+            return False
+        refs = mine.refs + refs
+        # the worker's ids matter to _finish only as reference targets (while no parentId points forward)
+        theirs = dict.fromkeys({target for _, _, target, _ in refs if target not in line_of}.intersection(ids))
+        del ids
+        forward = mine.forward + [f for f in forward if f[2] not in line_of]
+        calls_of, parent_of = mine.calls_of, mine.parent_of
+        if forward:  # a damaged file: finish with both halves' maps
+            here.send("maps")
+            their_lines, their_parents, their_calls = here.recv()
+            line_of.update(their_lines)
+            parent_of.update(their_parents)
+            calls_of.update(their_calls)
+            theirs = {}
+        else:
+            here.send("done")
+        orphans = [
+            Problem(state.report.file, line, "$.message.toolCallId",
+                    f"toolCallId {call_id!r} matches no toolCall on this entry's path", "error", "orphan-tool-result")
+            for line, node, call_id in pending
+            if not _call_before(line_of, parent_of, calls_of, node, call_id, line)
+        ]
+    except (EOFError, OSError):  # the worker died: check the file in one pass
+        fp.seek(offset)
+        return False
+    finally:
+        here.close()
+        worker.join(5)
+        if worker.is_alive():
+            worker.terminate()
+            worker.join()
+    state.report.entries += mine.report.entries + entries
+    state.report.problems += mine.report.problems + problems + orphans
+    _finish(_State(state.report, line_of=ChainMap(line_of, theirs) if theirs else line_of, parent_of=parent_of,
+                   calls_of=calls_of, forward=forward, refs=refs))
+    return True
+
+
+def _call_before(line_of, parent_of, calls_of, node, call_id, line) -> bool:  # noqa: ANN001
+    """_call_on_path as it was when line `line` was checked: only entries up to that line count."""
+    seen: set[str] = set()
+    while node is not None and node not in seen:
+        seen.add(node)
+        first = line_of.get(node)
+        if first is None or first > line:
+            return False
+        calls = calls_of.get(node)
+        if calls is not None and call_id in calls:
+            return True
+        node = parent_of.get(node)
+    return False
+
+
+def _worker(file: str, start: int, migrator: Migrator, header_line: int, conn) -> None:  # noqa: ANN001
+    """The forked half: check [start, end) and answer the parent (see _check_split)."""
+    state = _State(FileReport(file), pending=[], duplicates=[])
+    with open(file, "rb", buffering=_BUFFER) as fp:
+        fp.seek(start)
+        _scan(fp, state, migrator, header_line, 0, start)
+    base = conn.recv()
+    problems = state.report.problems
+    for index, entry_id, first in state.duplicates:
+        problems[index] = replace(problems[index],
+                                  message=f"duplicate id {entry_id!r} (first on line {first + base})")
+    line_of = state.line_of
+    conn.send((
+        [replace(p, line=p.line + base) for p in problems],
+        state.report.entries,
+        list(line_of),
+        [(line + base, entry_id, parent) for line, entry_id, parent in state.forward],
+        [(line + base, path, target, root_ok) for line, path, target, root_ok in state.refs],
+        [(line + base, node, call_id) for line, node, call_id in state.pending],
+    ))
+    if conn.recv() == "maps":
+        conn.send(({k: v + base for k, v in line_of.items()}, state.parent_of, state.calls_of))
 
 
 def _finish(state: _State) -> None:
@@ -246,3 +537,4 @@ def expand_paths(paths: list[str]) -> list[Path]:
         else:
             out.append(p)
     return out
+
