@@ -348,9 +348,11 @@ def chat(**kwargs: object) -> None:
 def open_live(path: Path, settings: Settings, leaf_ref: str | None) -> LiveSession:
     """Reopen a session for writing: load, resolve the leaf, take the lock (refusing a second
     writer with the holder's pid)."""
+    from harnesskit.session.index import load_for_continue
+
     from .inspect import open_for_reading
 
-    session = open_for_reading(str(path))
+    session = open_for_reading(str(path), load_for_continue)  # decodes only what the context needs
     if session.dialect.legacy and not settings.options.no_session:
         # Appending v3 entries to a legacy file would make a mixed file pi cannot read as one
         # (and v1 ids are re-derived from line order on every read, so appended ids would be lost).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -34,10 +35,10 @@ def header_line(session: Session) -> str:
     return "  ".join(parts)
 
 
-def open_for_reading(path: str) -> Session:
+def open_for_reading(path: str, load: Callable[[str], Session] = load_session) -> Session:
     """Load a session, or fail with one line (exit 2); skipped lines are listed on stderr."""
     try:
-        session = load_session(path)
+        session = load(path)
     except SessionError as error:
         raise Fail(str(error)) from None
     for d in session.diagnostics:
