@@ -45,8 +45,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .format import is_header
-from .loader import Session, SessionError, load_session, open_binary
-from .migrate import Dialect, UnsupportedSession, detect, migrate_header
+from .loader import Session, SessionError, accept_header, load_session, no_header, open_binary
+from .migrate import Dialect, migrate_header
 from .reader import Diagnostic, Record, classify, iter_lines, open_range, parse_line, read_records
 from .tree import Tree, build_context
 
@@ -233,22 +233,11 @@ def _load_index(p: Path) -> Session:
             if isinstance(item, Diagnostic):
                 diagnostics.append(item)
                 continue
-            if not is_header(item.obj):
-                raise SessionError(
-                    f"{p}: line {item.line} is a {item.obj.get('type')!r} entry, but the first JSON "
-                    "object must be a session header"
-                )
-            try:
-                dialect = detect(item.obj)
-            except UnsupportedSession as error:
-                raise SessionError(f"{p}: {error}") from None
+            dialect = accept_header(p, item)
             header = item
             break
         if header is None or dialect is None:
-            size = os.fstat(fp.fileno()).st_size
-            if size == 0:
-                raise SessionError(f"{p}: empty file, no session header")
-            raise SessionError(f"{p}: no readable session header ({len(diagnostics)} unreadable lines)")
+            raise no_header(p, os.fstat(fp.fileno()).st_size, diagnostics)
         if dialect.legacy:
             return load_session(p)
         start = fp.tell()

@@ -46,6 +46,25 @@ def open_binary(path: str | os.PathLike[str]):  # noqa: ANN201 - a BufferedReade
         raise SessionError(f"{p}: {error.strerror or error}") from None
 
 
+def accept_header(path: Path, first: Record) -> Dialect:
+    """The dialect of the first parsed object; SessionError when it is no header we read."""
+    if not is_header(first.obj):
+        raise SessionError(
+            f"{path}: line {first.line} is a {first.obj.get('type')!r} entry, but the first JSON "
+            "object must be a session header"
+        )
+    try:
+        return detect(first.obj)
+    except UnsupportedSession as error:
+        raise SessionError(f"{path}: {error}") from None
+
+
+def no_header(path: Path, size: int, diagnostics: list[Diagnostic]) -> SessionError:
+    if size == 0:
+        return SessionError(f"{path}: empty file, no session header")
+    return SessionError(f"{path}: no readable session header ({len(diagnostics)} unreadable lines)")
+
+
 def _tail(fp) -> tuple[int, bool]:  # noqa: ANN001
     """The file's size and whether it ends with a newline (an empty file counts as ended)."""
     size = os.fstat(fp.fileno()).st_size
@@ -70,15 +89,7 @@ def load_session(path: str | os.PathLike[str], *, exact: bool = False) -> Sessio
                 diagnostics.append(item)
                 continue
             if header is None:
-                if not is_header(item.obj):
-                    raise SessionError(
-                        f"{p}: line {item.line} is a {item.obj.get('type')!r} entry, but the first JSON "
-                        "object must be a session header"
-                    )
-                try:
-                    dialect = detect(item.obj)
-                except UnsupportedSession as error:
-                    raise SessionError(f"{p}: {error}") from None
+                dialect = accept_header(p, item)
                 header = item
                 migrator = Migrator(item.obj, dialect)
                 continue
@@ -93,9 +104,7 @@ def load_session(path: str | os.PathLike[str], *, exact: bool = False) -> Sessio
             lines.append(item.line)
         size, terminated = _tail(fp)
     if header is None or dialect is None:
-        if size == 0:
-            raise SessionError(f"{p}: empty file, no session header")
-        raise SessionError(f"{p}: no readable session header ({len(diagnostics)} unreadable lines)")
+        raise no_header(p, size, diagnostics)
     tree = Tree.from_entries(entries, lines)
     return Session(
         path=p,
