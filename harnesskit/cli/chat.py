@@ -263,16 +263,19 @@ class Conversation:
                     if end.error:
                         return 1
                 return 0
-            for text in read_prompts(self.live):
-                if not text.strip():
-                    continue
-                if text.startswith("/"):
-                    if not self.command(text.strip()):
-                        break
-                    continue
-                end = self.ask(text)
-                if not sys.stdin.isatty() and (end.error or end.aborted):
-                    return 130 if end.aborted else 1
+            try:
+                for text in read_prompts(self.live):
+                    if not text.strip():
+                        continue
+                    if text.startswith("/"):
+                        if not self.command(text.strip()):
+                            break
+                        continue
+                    end = self.ask(text)
+                    if not sys.stdin.isatty() and (end.error or end.aborted):
+                        return 130 if end.aborted else 1
+            except KeyboardInterrupt:
+                pass  # Ctrl-C between turns leaves, as at the prompt (inside a turn the loop aborts it)
             return 1 if self.failed else 0
         finally:
             self.live.close()
