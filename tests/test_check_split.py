@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import ALL_FIXTURES
 
-from harnesskit.session import check
+from harnesskit.session import check, split
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("hk_generate", ROOT / "benchmarks" / "generate.py")
@@ -28,7 +28,7 @@ def report_of(path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> tuple:
             m.setattr(check, "_FAST", False)
             report = check.check_file(path, workers=1)
         elif mode == "split":
-            m.setattr(check, "SPLIT_MIN_BYTES", 0)
+            m.setattr(split, "SPLIT_MIN_BYTES", 0)
             report = check.check_file(path, workers=2)
         else:
             report = check.check_file(path, workers=1)

@@ -15,6 +15,7 @@ import pytest
 from conftest import ALL_FIXTURES, V3_DIR
 
 from harnesskit.session import index
+from harnesskit.session import split as split_module
 from harnesskit.session.index import LazyDecodeError, LazySession, load_for_continue, load_index
 from harnesskit.session.loader import SessionError, load_session
 from harnesskit.session.tree import build_context
@@ -54,7 +55,7 @@ def view(session, leaf=...) -> dict:  # noqa: ANN001
 def split(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Index in one process, or in two even for a small file (the worker takes the second half)."""
     if request.param == "two-processes":
-        monkeypatch.setattr(index, "SPLIT_MIN_BYTES", 0)
+        monkeypatch.setattr(split_module, "SPLIT_MIN_BYTES", 0)
     return request.param
 
 

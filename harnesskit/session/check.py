@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import gc
 import os
-import stat
-import threading
 from collections import ChainMap
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -28,6 +26,7 @@ from .format import is_header
 from .loader import SessionError, open_binary
 from .migrate import Migrator, UnsupportedSession, detect, migrate_header
 from .reader import Diagnostic, iter_lines, open_range, read_records
+from .split import fork_worker, reap, split_point
 
 
 @dataclass(frozen=True)
@@ -92,7 +91,6 @@ _REFERENCES = {
 
 
 #: v3 files at least this big are checked in two processes (when the machine has two cores)
-SPLIT_MIN_BYTES = 32 << 20
 _BUFFER = 1 << 17  # read buffer for the lines after the header
 
 
@@ -380,28 +378,14 @@ def _check_split(fp, state: _State, migrator: Migrator, header_line: int, offset
     (renumbered), its ids, forward parents, references and pending tool-result walks; only when a
     forward parentId exists anywhere (a damaged file) does the parent ask for the worker's maps too.
     """
-    info = os.fstat(fp.fileno())
-    if not stat.S_ISREG(info.st_mode) or info.st_size - offset < SPLIT_MIN_BYTES:
-        return False
-    if threading.active_count() > 1:  # forking a threaded process is not safe
-        return False
-    try:
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("fork")
-    except (ImportError, ValueError):
-        return False
-    fp.seek(offset + (info.st_size - offset) // 2)
-    fp.readline()
-    cut = fp.tell()
-    fp.seek(offset)
-    if cut >= info.st_size:
+    cut = split_point(fp, offset)
+    if cut is None:
         return False
     schemas.entry_is_valid({"type": "label"})  # compile the validators once, before the fork
-    here, there = ctx.Pipe()
-    worker = ctx.Process(target=_worker, args=(state.report.file, cut, migrator, header_line, there), daemon=True)
-    worker.start()
-    there.close()
+    started = fork_worker(_worker, (state.report.file, cut, migrator, header_line), duplex=True)
+    if started is None:
+        return False
+    here, worker = started
     try:
         mine = _State(FileReport(state.report.file))
         with open_range(fp.fileno(), offset, cut, _BUFFER) as first_half:
@@ -438,11 +422,7 @@ def _check_split(fp, state: _State, migrator: Migrator, header_line: int, offset
         fp.seek(offset)
         return False
     finally:
-        here.close()
-        worker.join(5)
-        if worker.is_alive():
-            worker.terminate()
-            worker.join()
+        reap(here, worker)
     state.report.entries += mine.report.entries + entries
     state.report.problems += mine.report.problems + problems + orphans
     _finish(_State(state.report, line_of=ChainMap(line_of, theirs) if theirs else line_of, parent_of=parent_of,

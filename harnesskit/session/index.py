@@ -38,7 +38,6 @@ import itertools
 import operator
 import os
 import re
-import threading
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -48,6 +47,7 @@ from .format import is_header
 from .loader import Session, SessionError, accept_header, load_session, no_header, open_binary
 from .migrate import Dialect, migrate_header
 from .reader import Diagnostic, Record, classify, iter_lines, open_range, parse_line, read_records
+from .split import fork_worker, reap, split_point
 from .tree import Tree, build_context
 
 __all__ = ["LazyDecodeError", "LazyEntries", "LazySession", "load_for_continue", "load_index"]
@@ -58,7 +58,6 @@ _PREFIX = re.compile(
 )
 _CACHE_LIMIT = 100_000  # decoded entries kept per session
 #: v3 files with at least this many bytes after the header are indexed in two processes (two cores)
-SPLIT_MIN_BYTES = 32 << 20
 _BUFFER = 1 << 17  # read buffer: the default 8 KiB makes a syscall every few lines
 
 
@@ -403,25 +402,13 @@ _PLAIN = frozenset("\n\x00\x01")
 def _index_split(p: Path, fp, header_line: int, start: int) -> list[_Part] | None:  # noqa: ANN001
     """Index a big file in two processes: this one takes the first half, a forked worker the rest.
     None when the file is small, or when anything goes wrong (the caller indexes it alone)."""
-    size = os.fstat(fp.fileno()).st_size
-    if size - start < SPLIT_MIN_BYTES or (os.cpu_count() or 1) < 2 or threading.active_count() > 1:
+    cut = split_point(fp, start)
+    if cut is None:
         return None
-    try:
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("fork")
-    except (ImportError, ValueError):
+    started = fork_worker(_index_worker, (p, cut, header_line), duplex=False)
+    if started is None:
         return None
-    fp.seek(start + (size - start) // 2)
-    fp.readline()
-    cut = fp.tell()
-    fp.seek(start)
-    if cut >= size:
-        return None
-    here, there = ctx.Pipe(duplex=False)
-    worker = ctx.Process(target=_index_worker, args=(p, cut, header_line, there), daemon=True)
-    worker.start()
-    there.close()
+    here, worker = started
     try:
         with open_range(fp.fileno(), start, cut, _BUFFER) as mine:
             first = _index_lines(mine, header_line, start, header_line)
@@ -438,11 +425,7 @@ def _index_split(p: Path, fp, header_line: int, start: int) -> list[_Part] | Non
         fp.seek(start)
         return None
     finally:
-        here.close()
-        worker.join(5)
-        if worker.is_alive():
-            worker.terminate()
-            worker.join()
+        reap(here, worker)
 
 
 def _index_worker(p: Path, cut: int, header_line: int, conn) -> None:  # noqa: ANN001

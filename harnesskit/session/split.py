@@ -1,0 +1,57 @@
+"""Checking or indexing a big file in two processes: when to split, where, and the worker's life.
+
+`check` and `index` each scan the first half themselves while a forked worker scans the rest;
+what they exchange differs, how the worker is started and ended does not.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import BinaryIO
+
+SPLIT_MIN_BYTES = 32 << 20  # below this one process is faster than forking a second
+
+
+def split_point(fp: BinaryIO, start: int) -> int | None:
+    """The first line start after the middle of [start, end of file), or None when the file should
+    be read by one process (small, not a regular file, one core, or a threaded process that must
+    not fork). Leaves `fp` at `start`."""
+    info = os.fstat(fp.fileno())
+    if (not stat.S_ISREG(info.st_mode) or info.st_size - start < SPLIT_MIN_BYTES
+            or (os.cpu_count() or 1) < 2 or threading.active_count() > 1):
+        return None
+    fp.seek(start + (info.st_size - start) // 2)
+    fp.readline()
+    cut = fp.tell()
+    fp.seek(start)
+    return cut if cut < info.st_size else None
+
+
+def fork_worker(target: Callable[..., None], args: tuple, duplex: bool) -> tuple[Connection, BaseProcess] | None:
+    """Start `target(*args, conn)` in a forked process; this side's end of the pipe and the process,
+    or None where fork is not available."""
+    try:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+    except (ImportError, ValueError):
+        return None
+    here, there = ctx.Pipe(duplex=duplex)
+    worker = ctx.Process(target=target, args=(*args, there), daemon=True)
+    worker.start()
+    there.close()
+    return here, worker
+
+
+def reap(here: Connection, worker: BaseProcess) -> None:
+    """Close the pipe and make sure the worker is gone, however the exchange ended."""
+    here.close()
+    worker.join(5)
+    if worker.is_alive():
+        worker.terminate()
+        worker.join()
