@@ -45,7 +45,7 @@ from pathlib import Path
 
 from .format import is_header
 from .loader import Session, SessionError, accept_header, load_session, no_header, open_binary
-from .migrate import Dialect, migrate_header
+from .migrate import Dialect
 from .reader import Diagnostic, Record, classify, iter_lines, open_range, parse_line, read_records
 from .split import fork_worker, reap, split_point
 from .tree import Tree, build_context
@@ -273,19 +273,7 @@ def _load_index(p: Path) -> Session:
     if tree is None:  # a dangling parentId: maybe a glued line the index took for an entry
         entries.close()
         return load_session(p)
-    return LazySession(
-        path=p,
-        header=migrate_header(header.obj, dialect),
-        source_header=header.obj,
-        header_line=header.line,
-        dialect=dialect,
-        entries=entries,  # type: ignore[arg-type] - a Sequence, read on demand
-        lines=lines,
-        diagnostics=diagnostics + tree.diagnostics,
-        tree=tree,
-        ends_with_newline=terminated,
-        size=size,
-    )
+    return LazySession.assemble(p, header, dialect, tree, diagnostics, terminated, size)
 
 
 @dataclass

@@ -30,6 +30,25 @@ class Session:
     ends_with_newline: bool
     size: int
 
+    @classmethod
+    def assemble(cls, path: Path, header: Record, dialect: Dialect, tree: Tree, diagnostics: list[Diagnostic],
+                 ends_with_newline: bool, size: int) -> Session:
+        """A session from what a loader read: the header's v3 form and the tree's diagnostics are
+        derived here, once, for every loader."""
+        return cls(
+            path=path,
+            header=migrate_header(header.obj, dialect),
+            source_header=header.obj,
+            header_line=header.line,
+            dialect=dialect,
+            entries=tree.entries,  # type: ignore[arg-type] - a list, or a lazy Sequence
+            lines=tree.lines,
+            diagnostics=diagnostics + tree.diagnostics,
+            tree=tree,
+            ends_with_newline=ends_with_newline,
+            size=size,
+        )
+
 
 def open_binary(path: str | os.PathLike[str]):  # noqa: ANN201 - a BufferedReader
     """Open for reading with errors that say what is wrong in one line."""
@@ -106,16 +125,4 @@ def load_session(path: str | os.PathLike[str], *, exact: bool = False) -> Sessio
     if header is None or dialect is None:
         raise no_header(p, size, diagnostics)
     tree = Tree.from_entries(entries, lines)
-    return Session(
-        path=p,
-        header=migrate_header(header.obj, dialect),
-        source_header=header.obj,
-        header_line=header.line,
-        dialect=dialect,
-        entries=entries,
-        lines=lines,
-        diagnostics=diagnostics + tree.diagnostics,
-        tree=tree,
-        ends_with_newline=terminated,
-        size=size,
-    )
+    return Session.assemble(p, header, dialect, tree, diagnostics, terminated, size)
