@@ -24,10 +24,7 @@ def find_session(ref: str, settings: Settings) -> Path:
             raise Fail(f"{ref}: no such file")
         return candidate
     for directories in ([settings.directory()], store.all_session_dirs()):
-        matches = sorted(
-            {p for d in directories for p in store.session_files(d)
-             if str((store.read_header(p) or {}).get("id", "")).startswith(ref)}
-        )
+        matches = store.find_by_id_prefix(ref, directories)
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:

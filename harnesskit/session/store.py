@@ -75,6 +75,12 @@ def readable_header(path: Path) -> dict | None:
     return header
 
 
+def find_by_id_prefix(prefix: str, directories: list[Path]) -> list[Path]:
+    """Session files whose header id starts with `prefix` (only first lines are read)."""
+    return sorted({p for d in directories for p in session_files(d)
+                   if str((read_header(p) or {}).get("id", "")).startswith(prefix)})
+
+
 def most_recent(directory: Path) -> Path | None:
     """The valid session file (full header line parses, a version we read) with the newest mtime."""
     best: tuple[float, str] | None = None
