@@ -15,11 +15,24 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 V3_DIR = FIXTURES / "pi" / "v3"
 V3_FILES = sorted(V3_DIR.glob("*.jsonl"))
 EXPECTED_DIR = V3_DIR / "expected"
-V1_LARGE = FIXTURES / "pi" / "v1-large-session.jsonl"
+# Files from other public projects are read from ../shared/fixtures (never copied into the repo):
+# a test that needs one skips, with this reason, where ../shared is absent.
+SHARED_FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures"
+NO_SHARED = f"{SHARED_FIXTURES} is absent (data from other projects is read there, never copied)"
+requires_shared = pytest.mark.skipif(not SHARED_FIXTURES.is_dir(), reason=NO_SHARED)
+V1_LARGE = SHARED_FIXTURES / "pi" / "v1-large-session.jsonl"  # pi-mono's large-session.jsonl (MIT)
 V1_LARGE_EXPECTED = FIXTURES / "pi" / "v1-large-session.expected.json"
 TUTORIAL_DIR = FIXTURES / "tutorial"
 TUTORIAL_FILES = sorted(TUTORIAL_DIR.glob("*.jsonl"))
 ALL_FIXTURES = [*V3_FILES, V1_LARGE, *TUTORIAL_FILES]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test parametrized with a file from ../shared/fixtures skips, with the reason, when it is absent."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    for value in params.values():
+        if isinstance(value, Path) and value.is_relative_to(SHARED_FIXTURES) and not value.exists():
+            pytest.skip(NO_SHARED)
 
 
 def expected_for(path: Path) -> dict:

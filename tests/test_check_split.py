@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ALL_FIXTURES
+from conftest import ALL_FIXTURES, requires_shared
 
 from harnesskit.session import check, split
 
@@ -174,6 +174,7 @@ def test_many_kinds_at_once(clean: list[bytes], tmp_path: Path, monkeypatch: pyt
     assert len({p["code"] for p in problems}) > 10
 
 
+@requires_shared
 def test_legacy_and_small_files_stay_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     legacy = next(p for p in ALL_FIXTURES if "v1" in p.name)
     assert_same(legacy, monkeypatch)

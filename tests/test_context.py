@@ -16,6 +16,7 @@ from conftest import (
     V3_FILES,
     expected_for,
     read_objects,
+    requires_shared,
     write_lines,
 )
 
@@ -75,6 +76,7 @@ def test_v3_entries_are_the_file_lines_untouched(path: Path) -> None:
     assert session.tree.leaf_id == objects[-1]["id"]
 
 
+@requires_shared
 def test_v1_large_session_roles_and_counts() -> None:
     expected = json.loads(V1_LARGE_EXPECTED.read_text(encoding="utf-8"))
     session = load_session(V1_LARGE)
@@ -88,6 +90,7 @@ def test_v1_large_session_roles_and_counts() -> None:
     assert context.thinking_level == expected["thinking_level"]
 
 
+@requires_shared
 def test_v1_migration_gives_a_chain_of_ids() -> None:
     session = load_session(V1_LARGE)
     ids = [e["id"] for e in session.entries]
@@ -102,12 +105,14 @@ def test_v1_migration_gives_a_chain_of_ids() -> None:
         assert {k: v for k, v in migrated.items() if k not in ("id", "parentId")} == original
 
 
+@requires_shared
 def test_v1_ids_are_deterministic() -> None:
     first = [(e["id"], e["parentId"]) for e in load_session(V1_LARGE).entries]
     second = [(e["id"], e["parentId"]) for e in load_session(V1_LARGE).entries]
     assert first == second
 
 
+@requires_shared
 def test_v1_ids_depend_on_the_session_id(tmp_path: Path) -> None:
     objects = read_objects(V1_LARGE)[:5]
     a = write_lines(tmp_path / "a.jsonl", objects)

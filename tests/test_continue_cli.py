@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import V1_LARGE, requires_shared
 from writeside_helpers import (
     V3_FILES,
     Env,
@@ -370,10 +371,11 @@ def test_missing_final_newline_keeps_the_last_entry(env: Env) -> None:
     assert_strict_valid(path)
 
 
+@requires_shared
 def test_legacy_pi_v1_file_is_refused_for_writing(env: Env) -> None:
     """v1 entries get their ids from line order on every read, so appended entries would lose
     their own ids and parents (a --from branch would silently read back as a continuation)."""
-    v1 = Path(__file__).parent.parent / "fixtures" / "pi" / "v1-large-session.jsonl"
+    v1 = V1_LARGE
     path = copy_fixture(v1, env.tmp / "legacy")
     before = stat_key(path)
     for args in (("-p", "hello"), ("--from", read_ids_via_inspect(path)[4], "-p", "hello")):

@@ -18,6 +18,7 @@ from conftest import (
     assert_one_line_error,
     expected_for,
     read_objects,
+    requires_shared,
 )
 
 DEMO = TUTORIAL_DIR / "demo.jsonl"
@@ -74,6 +75,7 @@ def test_demo_default_table(run) -> None:
         assert obj["message"]["content"][0]["text"] in row
 
 
+@requires_shared
 def test_json_is_json_lines(run) -> None:
     for path in (DEMO, S12, V1_LARGE):
         result = run("inspect", path, "--json")

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import TUTORIAL_FILES, V1_LARGE, V3_DIR, V3_FILES, read_objects, write_lines
+from conftest import TUTORIAL_FILES, V1_LARGE, V3_DIR, V3_FILES, read_objects, requires_shared, write_lines
 
 from harnesskit.session.loader import load_session
 from harnesskit.session.tree import build_context
@@ -87,6 +87,7 @@ def test_tutorial_message_content_survives(run, tmp_path: Path) -> None:
             assert {"api", "provider", "model", "usage", "stopReason", "timestamp"} <= set(new["message"])
 
 
+@requires_shared
 def test_v1_ids_are_the_in_memory_ones_across_runs(run, tmp_path: Path) -> None:
     a = tmp_path / "a"
     b = tmp_path / "b"
@@ -98,6 +99,7 @@ def test_v1_ids_are_the_in_memory_ones_across_runs(run, tmp_path: Path) -> None:
     assert pa.read_bytes() == pb.read_bytes()  # deterministic: the same file every time
 
 
+@requires_shared
 def test_check_reports_and_touches_nothing(run, tmp_path: Path) -> None:
     paths = [copy(src, tmp_path) for src in LEGACY]
     v3 = copy(V3_FILES[0], tmp_path)
@@ -113,6 +115,7 @@ def test_check_reports_and_touches_nothing(run, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("damage", [b"this is not json\n", b'{"type":"message","x":"\xff"}\n', b"null\n"])
+@requires_shared
 def test_legacy_file_with_an_unreadable_line_is_refused(run, tmp_path: Path, damage: bytes) -> None:
     lines = V1_LARGE.read_bytes().splitlines(keepends=True)
     path = tmp_path / "v1.jsonl"
@@ -145,6 +148,7 @@ def test_existing_backup_is_refused(run, tmp_path: Path) -> None:
     assert listing(tmp_path) == before
 
 
+@requires_shared
 def test_one_refusal_does_not_stop_the_others(run, tmp_path: Path) -> None:
     good = copy(TUTORIAL_FILES[0], tmp_path)
     bad = tmp_path / "bad.jsonl"

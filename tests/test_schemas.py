@@ -11,6 +11,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from conftest import V1_LARGE, requires_shared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -93,10 +94,11 @@ def test_every_v3_fixture_entry_is_valid(path: Path):
         assert S.explain(entry) == [], f"{path.name}:{lineno}"
 
 
+@requires_shared
 def test_v1_fixture_message_objects_are_valid_messages():
     # v1 entries have no id/parentId (that is migration's business), but their message objects are what
     # pi writes today, with older quirks: usage without totalTokens, toolCall.partialJson, details null.
-    messages = [e["message"] for e in _read(FIXTURES / "v1-large-session.jsonl") if e.get("type") == "message"]
+    messages = [e["message"] for e in _read(V1_LARGE) if e.get("type") == "message"]
     assert len(messages) == 914
     invalid = [(i, S.explain(m, "message")) for i, m in enumerate(messages) if not S.is_valid(m, "message")]
     assert invalid == []
