@@ -1,0 +1,183 @@
+"""Views of a session to look at and to share: one self-contained HTML page, or Markdown.
+
+A session file is untrusted input. The HTML page embeds the entries as JSON data that no browser
+executes (every `<`, `>` and `&` escaped), renders them with `textContent` only, and carries a
+Content-Security-Policy that allows its own script (by hash) and nothing else: no network, no
+other script, wherever the page is opened.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import importlib.resources
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import BinaryIO, TextIO
+
+import orjson
+
+from harnesskit.session.format import is_header
+from harnesskit.session.loader import accept_header, load_session, no_header, open_binary
+from harnesskit.session.reader import Diagnostic, iter_lines, read_records
+from harnesskit.session.tree import Tree, build_context
+
+
+def _asset(name: str) -> str:
+    return importlib.resources.files("harnesskit.export").joinpath(name).read_text(encoding="utf-8")
+
+
+def script_json(value: object) -> bytes:
+    """JSON that is safe inside a <script type="application/json"> element: `</script>` (or any
+    tag) cannot close it, and U+2028/2029 cannot break a parser."""
+    data = orjson.dumps(value)
+    return (data.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
+            .replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029"))
+
+
+def stream_entries(path: Path, warn: Callable[[Diagnostic], None]) -> tuple[dict, Iterator[dict]]:
+    """The (v3) header and the entries of any session file the core reads. A pi v3 file streams
+    (memory does not grow with it); a legacy one is migrated in memory first. Raises SessionError."""
+    fp = open_binary(path)
+    records = read_records(iter_lines(fp))
+    for item in records:
+        if isinstance(item, Diagnostic):
+            warn(item)
+            continue
+        dialect = accept_header(path, item)
+        if dialect.legacy:
+            fp.close()
+            session = load_session(path)
+            for d in session.diagnostics:
+                warn(d)
+            return session.header, iter(session.entries)
+        header = item.obj
+
+        def rest() -> Iterator[dict]:
+            with fp:
+                for record in records:
+                    if isinstance(record, Diagnostic):
+                        warn(record)
+                    elif not is_header(record.obj):
+                        yield record.obj
+
+        return header, rest()
+    size = path.stat().st_size
+    fp.close()
+    raise no_header(path, size, [])
+
+
+def write_html(path: Path, out: BinaryIO, warn: Callable[[Diagnostic], None]) -> int:
+    """The page for the session at `path`, written to `out`; returns the number of entries."""
+    header, entries = stream_entries(path, warn)
+    script = _asset("page.js")
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    policy = f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:"
+    title = html.escape(str(header.get("id") or path.name))
+    out.write(f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{policy}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="harnesskit">
+<title>{title} · harnesskit</title>
+<style>{_asset("page.css")}</style>
+</head><body>
+<aside><header><input id="search" type="search" placeholder="search this session" autocomplete="off">
+<div id="filters"><button data-filter="default" class="active">Default</button>
+<button data-filter="no-tools">No tools</button><button data-filter="user">User</button>
+<button data-filter="labeled">Labeled</button><button data-filter="all">All</button></div>
+<div id="count"></div></header>
+<div id="tree"><div id="tree-more" class="more-marker"></div></div></aside>
+<main><h1 id="title"></h1><div id="meta"></div><table id="totals"></table><div id="branch"></div>
+<div id="messages"><div id="messages-more" class="more-marker"></div></div></main>
+<script type="application/json" id="hk-header">""".encode())
+    out.write(script_json(header))
+    out.write(b'</script>\n<script type="application/json" id="hk-entries">[')
+    count = 0
+    for entry in entries:
+        if count:
+            out.write(b",\n")
+        out.write(script_json(entry))
+        count += 1
+    out.write(b"]</script>\n<script>")
+    out.write(script.encode())
+    out.write(b"</script>\n</body></html>\n")
+    return count
+
+
+# ------------------------------------------------------------------ Markdown
+
+
+def _fence(text: str, info: str = "") -> str:
+    """A fenced block that no run of backticks inside `text` can close."""
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}\n"
+
+
+def _md_text(text: str) -> str:
+    """Text as a Markdown paragraph that renders as written: no raw HTML, no accidental markup."""
+    escaped = html.escape(text, quote=False)
+    return "\n".join(line if line.strip() else "" for line in escaped.splitlines()) + "\n"
+
+
+def _content_md(content: object) -> list[str]:
+    if isinstance(content, str):
+        return [_md_text(content)]
+    parts: list[str] = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(_md_text(str(block.get("text", ""))))
+        elif kind == "thinking":
+            parts.append("<details><summary>thinking</summary>\n\n" + _fence(str(block.get("thinking", "")))
+                         + "\n</details>\n")
+        elif kind == "toolCall":
+            args = orjson.dumps(block.get("arguments", {}), option=orjson.OPT_INDENT_2).decode()
+            parts.append(f"**tool call** `{html.escape(str(block.get('name')))}`\n\n" + _fence(args, "json"))
+        elif kind == "image":
+            parts.append(f"*[image {html.escape(str(block.get('mimeType', '')))}]*\n")
+    return parts
+
+
+def write_markdown(path: Path, out: TextIO, leaf: str | None, warn: Callable[[Diagnostic], None]) -> int:
+    """The branch to `leaf` (default: the last entry) as Markdown; returns the messages written."""
+    session = load_session(path)
+    for d in session.diagnostics:
+        warn(d)
+    tree: Tree = session.tree
+    context = build_context(tree, leaf if leaf is not None else ...)
+    name = tree.name()
+    header = session.header
+    out.write(f"# {html.escape(name or 'Session ' + str(header.get('id')))}\n\n")
+    model = context.model or {}
+    out.write(f"- session: `{header.get('id')}`\n- directory: `{header.get('cwd')}`\n"
+              f"- created: {header.get('timestamp')}\n- model: {model.get('provider')}/{model.get('modelId')}\n"
+              f"- branch: to `{context.leaf_id}`, {len(context.messages)} messages\n\n")
+    for message in context.messages:
+        role = message.get("role")
+        if role == "toolResult":
+            mark = "error" if message.get("isError") else "result"
+            text = "\n".join(str(b.get("text", "")) for b in message.get("content") or []
+                             if isinstance(b, dict) and b.get("type") == "text")
+            out.write(f"### Tool {mark}: `{html.escape(str(message.get('toolName')))}`\n\n{_fence(text)}\n")
+        elif role in ("compactionSummary", "branchSummary"):
+            title = "Compaction summary" if role == "compactionSummary" else "Branch summary"
+            out.write(f"## {title}\n\n> " + _md_text(str(message.get("summary", ""))).rstrip("\n")
+                      .replace("\n", "\n> ") + "\n\n")
+        elif role == "bashExecution":
+            out.write(f"### `$ {html.escape(str(message.get('command')))}` (exit {message.get('exitCode')})\n\n"
+                      + _fence(str(message.get("output", ""))) + "\n")
+        else:
+            title = {"user": "User", "assistant": "Assistant", "custom": "Custom"}.get(str(role), str(role))
+            out.write(f"## {title}\n\n" + "\n".join(_content_md(message.get("content"))) + "\n")
+            if message.get("errorMessage"):
+                out.write(f"*{html.escape(str(message.get('stopReason')))}: "
+                          f"{html.escape(str(message['errorMessage']))}*\n\n")
+    return len(context.messages)
