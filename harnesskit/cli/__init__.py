@@ -20,6 +20,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "inspect": ("harnesskit.cli.inspect", "inspect", "A table, tree, context or stats of a session file."),
     "validate": ("harnesskit.cli.validate", "validate", "Schema and structural checks of session files, for CI."),
     "migrate": ("harnesskit.cli.migrate", "migrate", "Rewrite legacy (pi v1/v2, tutorial) files as v3, safely."),
+    "index": ("harnesskit.cli.index_", "index", "Update the cross-session index (search and usage read it)."),
+    "search": ("harnesskit.cli.search", "search", "Full-text search across the messages of every session."),
+    "usage": ("harnesskit.cli.usage_", "usage", "Tokens and cost by day, week, month, session, model, project."),
     "demo": ("harnesskit.cli.demo", "demo", "The chapter's two-run demo, end to end, offline."),
     "config": ("harnesskit.cli.config", "config", "Read and change the config file, keeping its comments."),
 }
