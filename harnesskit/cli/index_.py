@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import click
 
 from harnesskit.session import catalog, store
 
+from .errors import Fail
 from .indexing import refreshed
 
 
 @click.command("index")
+@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--rebuild", is_flag=True, help="Throw the index away and read every session file again.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar, no summary.")
-def index(rebuild: bool, quiet: bool) -> None:
-    """Update $HARNESSKIT_HOME/index.sqlite from the session files.
+def index(files: tuple[Path, ...], rebuild: bool, quiet: bool) -> None:
+    """Update $HARNESSKIT_HOME/index.sqlite from the session files (or just FILES).
 
     Session files are append-only, so a file that grew is read on from where the last update
     stopped; one that changed otherwise is read again, one that is gone is dropped. The index is
@@ -25,9 +28,12 @@ def index(rebuild: bool, quiet: bool) -> None:
     Examples:
       harnesskit index
       harnesskit index --rebuild
+      harnesskit index ~/.harnesskit/sessions/--home-me-proj--/*.jsonl
     """
+    if files and rebuild:
+        raise Fail("--rebuild reads every session file: give no FILES with it")
     started = time.monotonic()
-    conn, stats = refreshed(quiet, rebuild)
+    conn, stats = refreshed(quiet, rebuild, only=[catalog.Source(f.resolve()) for f in files] or None)
     conn.close()
     if not quiet:
         click.echo(f"{catalog.default_path(store.home_dir())}: {stats.files} session files "

@@ -4,6 +4,7 @@ a terminal, and the date options."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -34,36 +35,35 @@ class _Progress:
     def __init__(self, quiet: bool) -> None:
         self.enabled = not quiet and sys.stderr.isatty()
         self.started = time.monotonic()
-        self.done = 0
-        self.total = 0
+        self.shown = 0
         self.bar = None
 
-    def __call__(self, size: int) -> None:
-        self.done += size
+    def __call__(self, done: int, total: int) -> None:
         if not self.enabled:
             return
-        if self.bar is None and time.monotonic() - self.started >= PROGRESS_AFTER:
-            self.bar = click.progressbar(length=max(self.total, self.done), label="indexing", file=sys.stderr,
-                                         show_pos=False)
-            self.bar.update(self.done)
-        elif self.bar is not None:
-            self.bar.update(size)
+        if self.bar is None:
+            if time.monotonic() - self.started < PROGRESS_AFTER:
+                return
+            self.bar = click.progressbar(length=max(total, 1), label="indexing", file=sys.stderr)
+        self.bar.update(done - self.shown)
+        self.shown = done
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.render_finish()
 
 
-def refreshed(quiet: bool = False, rebuild: bool = False) -> tuple[object, catalog.UpdateStats]:
-    """The catalog, up to date. Works without a usable database file (one in memory stands in)."""
+def refreshed(quiet: bool = False, rebuild: bool = False, only: list[catalog.Source] | None = None
+              ) -> tuple[sqlite3.Connection, catalog.UpdateStats]:
+    """The catalog, up to date (with `only`, for just those files). Works without a usable database
+    file: one in memory stands in."""
     path = catalog.default_path(store.home_dir())
     if rebuild:
         catalog.remove(path)
-    found = sources()
+    found = only if only is not None else sources()
     progress = _Progress(quiet)
-    progress.total = sum(s.path.stat().st_size for s in found if s.path.exists()) if progress.enabled else 0
     try:
-        conn, note, stats = catalog.refresh(path, found, progress)
+        conn, note, stats = catalog.refresh(path, found, progress, partial=only is not None)
     finally:
         progress.close()
     if note and not quiet:

@@ -170,159 +170,162 @@ class Found:
 
 
 def _number(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if value.__class__ is int:
+        return value  # type: ignore[return-value]
+    if value.__class__ is not float:
         return 0
     try:
-        return int(value)
-    except (OverflowError, ValueError):  # inf, nan, or a number beyond any count
+        return int(value)  # type: ignore[arg-type]
+    except (OverflowError, ValueError):  # inf, nan
         return 0
+
+
+def _str(value: object) -> str | None:
+    return value if value.__class__ is str else None  # type: ignore[return-value]
 
 
 def _texts(content: object) -> tuple[list[str], list[str]]:
     """The searchable text of a content field, and the tool names it calls."""
-    if isinstance(content, str):
-        return [content], []
+    if content.__class__ is str:
+        return [content], []  # type: ignore[list-item]
     texts: list[str] = []
     tools: list[str] = []
-    if isinstance(content, list):
-        for block in content:
-            if not isinstance(block, dict):
+    if content.__class__ is list:
+        for block in content:  # type: ignore[attr-defined]
+            if block.__class__ is not dict:
                 continue
             kind = block.get("type")
-            if kind == "text" and isinstance(block.get("text"), str):
-                texts.append(block["text"])
+            if kind == "text":
+                text = block.get("text")
+                if text.__class__ is str:
+                    texts.append(text)
             elif kind == "toolCall":
                 name = block.get("name")
-                if isinstance(name, str):
+                if name.__class__ is str:
                     tools.append(name)
                     texts.append(f"{name} {orjson.dumps(block.get('arguments')).decode()}")
     return texts, tools
 
 
-def _cost(usage: dict) -> float | None:
+def _cost(usage: dict, counts: list[int]) -> float | None:
     """The entry's own cost, when it says one: a cost object with a total, and not zeros standing in
     for "unknown" on a message that used tokens (pi and harnesskit write zeros for unpriced models)."""
     cost = usage.get("cost")
-    if not isinstance(cost, dict):
+    if cost.__class__ is not dict:
         return None
     total = cost.get("total")
-    if isinstance(total, bool) or not isinstance(total, int | float) or total != total:
+    if total.__class__ is not int and (total.__class__ is not float or total != total):
         return None
-    if total == 0 and any(_number(usage.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite")):
+    if total == 0 and any(counts):
         return None
     return float(total)
+
+
+def _stamp(entry: dict, message: dict | None) -> int | None:
+    """A message's time in ms: its own `timestamp` (pi writes ms), else the entry's ISO one."""
+    if message is not None:
+        value = message.get("timestamp")
+        if value.__class__ is int:
+            return value
+        if value.__class__ is float and value == value and abs(value) < 1e15:
+            return int(value)
+    return iso_to_ms(entry.get("timestamp"))
 
 
 def take_entry(found: Found, entry: dict, line: int) -> None:
     """Add what one v3 entry says to `found` (messages, usage, name, models, times)."""
     kind = entry.get("type")
-    entry_id = entry.get("id") if isinstance(entry.get("id"), str) else None
-    stamp = iso_to_ms(entry.get("timestamp"))
-    role: str | None = None
-    texts: list[str] = []
     tools: list[str] = []
     model = None
     if kind == "message":
         message = entry.get("message")
-        if not isinstance(message, dict):
+        if message.__class__ is not dict:
             return
-        role = message.get("role") if isinstance(message.get("role"), str) else None
-        if isinstance(message.get("timestamp"), int | float) and not isinstance(message.get("timestamp"), bool):
-            stamp = _number(message["timestamp"])
+        role = _str(message.get("role"))
+        stamp = _stamp(entry, message)
         if role == "toolResult":
             texts, _ = _texts(message.get("content"))
-            if isinstance(message.get("toolName"), str):
-                tools = [message["toolName"]]
+            name = _str(message.get("toolName"))
+            if name is not None:
+                tools = [name]
         elif role == "bashExecution":
             texts = [str(message.get("command", "")), str(message.get("output", ""))]
         else:
             texts, tools = _texts(message.get("content"))
         if role == "assistant":
-            model = message.get("model") if isinstance(message.get("model"), str) else None
-            provider = message.get("provider") if isinstance(message.get("provider"), str) else None
+            model = _str(message.get("model"))
             if model and model not in found.models:
                 found.models.append(model)
             usage = message.get("usage")
-            if isinstance(usage, dict):
-                counts = [_number(usage.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite")]
+            if usage.__class__ is dict:
+                counts = [_number(usage.get("input")), _number(usage.get("output")),
+                          _number(usage.get("cacheRead")), _number(usage.get("cacheWrite"))]
                 total = _number(usage.get("totalTokens")) or sum(counts)
-                found.usage.append((entry_id, stamp, provider, model, *counts, total, _cost(usage)))
-        if role == "user" and found.first_user is None:
+                found.usage.append((_str(entry.get("id")), stamp, _str(message.get("provider")), model, *counts,
+                                    total, _cost(usage, counts)))
+        elif role == "user" and found.first_user is None:
             found.first_user = " ".join(" ".join(texts).split())[:300] or None
     elif kind == "custom_message":
         role = "custom"
+        stamp = _stamp(entry, None)
         texts, _ = _texts(entry.get("content"))
-    elif kind in ("branch_summary", "compaction"):
+    elif kind == "branch_summary" or kind == "compaction":
         role = "branchSummary" if kind == "branch_summary" else "compactionSummary"
+        stamp = _stamp(entry, None)
         texts = [str(entry.get("summary") or "")]
     elif kind == "session_info":
         name = entry.get("name")
-        if isinstance(name, str):
+        if name.__class__ is str:
             found.name = name.strip() or None
         return
     elif kind == "model_change":
-        model_id = entry.get("modelId")
-        if isinstance(model_id, str) and model_id not in found.models:
+        model_id = _str(entry.get("modelId"))
+        if model_id is not None and model_id not in found.models:
             found.models.append(model_id)
         return
     else:
         return
-    if stamp is not None:
-        found.updated_ms = stamp if found.updated_ms is None else max(found.updated_ms, stamp)
-    found.messages.append((entry_id, line, role, stamp, model, ",".join(tools), segment("\n".join(texts))))
+    if stamp is not None and (found.updated_ms is None or stamp > found.updated_ms):
+        found.updated_ms = stamp
+    text = "\n".join(texts)
+    found.messages.append((_str(entry.get("id")), line, role, stamp, model, ",".join(tools),
+                           text if text.isascii() else segment(text)))
 
 
-def read_pi(fp, found: Found, offset: int, line: int) -> Found:  # noqa: ANN001 - a binary file
-    """Read a v3 file's lines from byte `offset` (the next line is `line` + 1). A last line without
+def read_pi(lines: Iterable[bytes], found: Found, offset: int, line: int) -> Found:
+    """Read a v3 file's lines (the next is line `line` + 1, at byte `offset`). A last line without
     a newline is left for the next update: it may be a write still under way."""
-    fp.seek(offset)
     loads = orjson.loads
-    for raw in fp:
+    error = orjson.JSONDecodeError
+    for raw in lines:
         if not raw.endswith(b"\n"):
             break
         line += 1
         offset += len(raw)
         try:
             entry = loads(raw)
-        except orjson.JSONDecodeError:
+        except error:
             continue  # `validate` reports bad lines; the index only skips them
-        if isinstance(entry, dict) and not is_header(entry):
+        if entry.__class__ is dict and not is_header(entry):
             take_entry(found, entry, line)
     found.offset, found.line = offset, line
     return found
 
 
-def read_header_line(fp) -> tuple[dict | None, int]:  # noqa: ANN001
-    """The header and the byte offset after it (None when the file holds no readable v3 header)."""
-    fp.seek(0)
-    first = fp.readline()
+def parse_header(first: bytes) -> dict | None:
+    """The header of a first line (None when it is no complete header line)."""
     if not first.endswith(b"\n"):
-        return None, 0
+        return None
     try:
         header = orjson.loads(first.removeprefix(b"\xef\xbb\xbf"))
     except orjson.JSONDecodeError:
-        return None, 0
-    if not isinstance(header, dict) or not is_header(header):
-        return None, 0
-    return header, len(first)
-
-
-def read_full(source: Source, fp) -> Found | None:  # noqa: ANN001
-    """A whole file: v3 pi files line by line; legacy pi dialects (and other harnesses, through the
-    core's loader) migrated in memory first."""
-    header, start = read_header_line(fp)
-    if header is not None and source.harness == "pi":
-        try:
-            dialect = detect(header)
-        except UnsupportedSession:
-            return None
-        if not dialect.legacy:
-            found = Found(header=header)
-            return read_pi(fp, found, start, 1)
-    return _read_loaded(source)
+        return None
+    return header if header.__class__ is dict and is_header(header) else None
 
 
 def _read_loaded(source: Source) -> Found | None:
+    """A file the fast reader does not take (a legacy dialect, another harness): through the core's
+    loader, migrated in memory; read again in full whenever it changes."""
     from .loader import SessionError, load_session
 
     try:
@@ -332,8 +335,9 @@ def _read_loaded(source: Source) -> Found | None:
     found = Found(header=session.header)
     for entry, line in zip(session.entries, session.lines, strict=True):
         take_entry(found, entry, line)
-    found.offset, found.line = session.size, 0  # read again in full whenever it changes
+    found.offset, found.line = session.size, 0
     return found
+
 
 
 # ------------------------------------------------------------------ CJK
@@ -377,20 +381,21 @@ def pi_sources(directories: Iterable[Path]) -> Iterator[Source]:
             continue
 
 
-def refresh(path: Path | None, sources: Iterable[Source],
-            progress: Callable[[int], None] | None = None) -> tuple[sqlite3.Connection, str | None, UpdateStats]:
+def refresh(path: Path | None, sources: Iterable[Source], progress: Callable[[int, int], None] | None = None,
+            partial: bool = False) -> tuple[sqlite3.Connection, str | None, UpdateStats]:
     """Open the index (rebuilding what cannot be trusted) and bring it up to date: what `index`,
     `search` and `usage` all do first."""
+    sources = list(sources)
     conn, note = open_catalog(path)
     try:
-        stats = update(conn, sources, progress)
+        stats = update(conn, sources, progress, partial=partial)
     except sqlite3.DatabaseError as error:  # damaged under us: start again from nothing, in memory if need be
         conn.close()
         if path is not None:
             remove(path)
         conn, again = open_catalog(path)
         note = f"{path}: damaged index ({error}); rebuilt" + (f"; {again}" if again else "")
-        stats = update(conn, sources, progress)
+        stats = update(conn, sources, progress, partial=partial)
     return conn, note, stats
 
 
@@ -408,17 +413,29 @@ class UpdateStats:
     messages: int = 0
 
 
-def _head(fp, size: int) -> bytes:  # noqa: ANN001
-    fp.seek(0)
-    return hashlib.blake2b(fp.read(min(size, HEAD_BYTES)), digest_size=16).digest()
+SMALL_FILE = 1 << 20  # read whole, and split in memory; larger files are streamed
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def update(conn: sqlite3.Connection, sources: Iterable[Source],
-           progress: Callable[[int], None] | None = None) -> UpdateStats:
-    """Bring the index up to date with `sources` (every file it should cover)."""
+           progress: Callable[[int, int], None] | None = None, *, partial: bool = False) -> UpdateStats:
+    """Bring the index up to date with `sources`: every file it should cover, or with `partial`
+    just these (a chat's own file after a turn), leaving the others as they are. `progress` is
+    told the bytes done and the bytes to do after each file read."""
     stats = UpdateStats()
-    known = {row[0]: row[1:] for row in conn.execute(
-        "SELECT path, size, mtime_ns, inode, head, offset, line, session, harness FROM files")}
+    query = "SELECT path, size, mtime_ns, inode, head, offset, line, session, harness FROM files"
+    if partial:
+        sources = list(sources)
+        known = {}
+        for source in sources:
+            row = conn.execute(query + " WHERE path = ?", (str(source.path),)).fetchone()
+            if row is not None:
+                known[row[0]] = row[1:]
+    else:
+        known = {row[0]: row[1:] for row in conn.execute(query)}
     seen: set[str] = set()
     work: list[tuple[Source, os.stat_result, tuple | None]] = []
     for source in sources:
@@ -436,36 +453,94 @@ def update(conn: sqlite3.Connection, sources: Iterable[Source],
             stats.unchanged += 1
             continue
         work.append((source, st, old))
-    gone = [path for path in known if path not in seen]
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for path in gone:
-            _drop(conn, path, known[path][6])
-            stats.dropped += 1
-        for i, (source, st, old) in enumerate(work):
-            if i and i % BATCH_FILES == 0:
-                conn.execute("COMMIT")
-                conn.execute("BEGIN IMMEDIATE")
-            stats.bytes_read += _update_file(conn, source, st, old, stats)
-            if progress is not None:
-                progress(st.st_size)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+    gone = [] if partial else [path for path in known if path not in seen]
+    total = sum(st.st_size for _, st, _ in work)
+    done = 0
+    for start in range(0, max(len(work), 1), BATCH_FILES):
+        batch = _Batch(conn)  # BEGIN IMMEDIATE: one writer at a time; readers go on
+        try:
+            if start == 0:
+                for path in gone:
+                    batch.drop(path, known[path][6])
+                    stats.dropped += 1
+            for source, st, old in work[start:start + BATCH_FILES]:
+                stats.bytes_read += _update_file(batch, source, st, old, stats)
+                done += st.st_size
+                if progress is not None:
+                    progress(done, total)
+            batch.commit()
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
     stats.files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
     return stats
 
 
-def _drop(conn: sqlite3.Connection, path: str, session: int) -> None:
-    conn.execute("DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE session = ?)", (session,))
-    conn.execute("DELETE FROM messages WHERE session = ?", (session,))
-    conn.execute("DELETE FROM usage WHERE session = ?", (session,))
-    conn.execute("DELETE FROM sessions WHERE rowid = ?", (session,))
-    conn.execute("DELETE FROM files WHERE path = ?", (path,))
+class _Batch:
+    """The rows of a batch of files, written in one transaction with a few executemany calls."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        self.conn = conn
+        self.next_session = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM sessions").fetchone()[0]
+        self.next_message = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM messages").fetchone()[0]
+        self.sessions: list[tuple] = []
+        self.messages: list[tuple] = []
+        self.texts: list[tuple] = []
+        self.usage: list[tuple] = []
+        self.files: list[tuple] = []
+
+    def drop(self, path: str, session: int) -> None:
+        conn = self.conn
+        conn.execute("DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE session = ?)",
+                     (session,))
+        conn.execute("DELETE FROM messages WHERE session = ?", (session,))
+        conn.execute("DELETE FROM usage WHERE session = ?", (session,))
+        conn.execute("DELETE FROM sessions WHERE rowid = ?", (session,))
+        conn.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    def new_session(self, path: str, harness: str, found: Found) -> int:
+        header = found.header or {}
+        session = self.next_session
+        self.next_session += 1
+        self.sessions.append((session, path, harness, _str(header.get("id")), _str(header.get("cwd")), found.name,
+                              found.first_user, iso_to_ms(header.get("timestamp")), found.updated_ms,
+                              orjson.dumps(found.models).decode(), len(found.messages),
+                              _str(header.get("parentSession"))))
+        return session
+
+    def extend_session(self, session: int, found: Found) -> None:
+        row = self.conn.execute("SELECT name, first_user, updated_ms, models FROM sessions WHERE rowid = ?",
+                                (session,)).fetchone()
+        name, first_user, updated, models = row
+        models = orjson.loads(models)
+        models += [m for m in found.models if m not in models]
+        if found.updated_ms is not None:
+            updated = found.updated_ms if updated is None else max(updated, found.updated_ms)
+        self.conn.execute(
+            "UPDATE sessions SET name = ?, first_user = ?, updated_ms = ?, models = ?, messages = messages + ?"
+            " WHERE rowid = ?",
+            (found.name if found.name is not None else name, first_user or found.first_user, updated,
+             orjson.dumps(models).decode(), len(found.messages), session))
+
+    def rows(self, session: int, found: Found) -> None:
+        first = self.next_message
+        self.next_message += len(found.messages)
+        self.messages += [(first + i, session, *m[:6]) for i, m in enumerate(found.messages)]
+        self.texts += [(first + i, m[6]) for i, m in enumerate(found.messages)]
+        self.usage += [(session, *u) for u in found.usage]
+
+    def commit(self) -> None:
+        conn = self.conn
+        conn.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.sessions)
+        conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self.messages)
+        conn.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)", self.texts)
+        conn.executemany("INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.usage)
+        conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", self.files)
+        conn.execute("COMMIT")
 
 
-def _update_file(conn: sqlite3.Connection, source: Source, st: os.stat_result, old: tuple | None,
+def _update_file(batch: _Batch, source: Source, st: os.stat_result, old: tuple | None,
                  stats: UpdateStats) -> int:
     """Index one changed file; returns the bytes read."""
     key = str(source.path)
@@ -474,87 +549,69 @@ def _update_file(conn: sqlite3.Connection, source: Source, st: os.stat_result, o
     except OSError:
         return 0
     with fp:
-        size = os.fstat(fp.fileno()).st_size
-        head = _head(fp, size)
-        found: Found | None = None
-        session = None
+        # a small file is read whole and split in memory; a large one is hashed here and streamed
+        data = fp.read(SMALL_FILE) if st.st_size < SMALL_FILE else fp.read(HEAD_BYTES)
+        head = _digest(data[:HEAD_BYTES])
+        whole = len(data) < SMALL_FILE and st.st_size < SMALL_FILE
         old_size, _, old_inode, old_head, old_offset, old_line, old_session, old_harness = old or (None,) * 8
         if (old is not None and source.harness == "pi" == old_harness and old_inode == st.st_ino
-                and size > old_size and old_line > 0 and old_head == _head_of_old(fp, old_size, head)):
+                and st.st_size > old_size and old_line > 0
+                and old_head == (head if old_size >= HEAD_BYTES else _digest(data[:old_size]))):
             # appended to: read on from where the last update stopped
-            session = old_session
-            found = read_pi(fp, Found(), old_offset, old_line)
+            found: Found | None = read_pi(_lines(data, fp, whole, old_offset), Found(), old_offset, old_line)
             stats.read_on += 1
-            read = found.offset - old_offset
+            read = found.offset - old_offset  # type: ignore[union-attr]
+            batch.extend_session(old_session, found)  # type: ignore[arg-type]
+            session = old_session
         else:
             if old is not None:
-                _drop(conn, key, old_session)
-            found = read_full(source, fp)
+                batch.drop(key, old_session)
+            found = _read_whole(source, data, fp, whole)
             stats.read_full += 1
-            read = size
-    if found is None:  # not a session file we read: remember it, so it is not read again until it changes
-        found = Found(offset=size)
-        if session is None:
-            session = _new_session(conn, key, source.harness, Found())
-    elif session is None:
-        session = _new_session(conn, key, source.harness, found)
-    else:
-        _extend_session(conn, session, found)
-    _insert_rows(conn, session, found)
+            read = st.st_size
+            session = batch.new_session(key, source.harness, found or Found())
+    if found is None:  # not a session file we read: kept, so it is not read again until it changes
+        found = Found(offset=st.st_size)
+    batch.rows(session, found)
     stats.messages += len(found.messages)
-    conn.execute("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                 (key, source.harness, st.st_size, st.st_mtime_ns, st.st_ino, head, found.offset, found.line, session))
+    batch.files.append((key, source.harness, st.st_size, st.st_mtime_ns, st.st_ino, head, found.offset,
+                        found.line, session))
     return read
 
 
-def _head_of_old(fp, old_size: int, head_now: bytes) -> bytes:  # noqa: ANN001
-    """The hash of the first bytes as they were when the file was `old_size` long."""
-    if old_size >= HEAD_BYTES:
-        return head_now
-    fp.seek(0)
-    return hashlib.blake2b(fp.read(old_size), digest_size=16).digest()
+def _lines(data: bytes, fp, whole: bool, offset: int) -> Iterable[bytes]:  # noqa: ANN001
+    """The lines from byte `offset`, each with its "\n" (split on "\n" only, as reading a file does)."""
+    if not whole:
+        fp.seek(offset)
+        return fp
+    parts = data[offset:].split(b"\n")
+    last = parts.pop()
+    lines = [part + b"\n" for part in parts]
+    if last:
+        lines.append(last)
+    return lines
 
 
-def _new_session(conn: sqlite3.Connection, path: str, harness: str, found: Found) -> int:
-    header = found.header or {}
-    cur = conn.execute(
-        "INSERT INTO sessions(path, harness, id, cwd, name, first_user, created_ms, updated_ms, models, messages,"
-        " parent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
-        (path, harness, _str(header.get("id")), _str(header.get("cwd")), found.name, found.first_user,
-         iso_to_ms(header.get("timestamp")), found.updated_ms, orjson.dumps(found.models).decode(),
-         _str(header.get("parentSession"))))
-    return int(cur.lastrowid or 0)
+def _read_whole(source: Source, data: bytes, fp, whole: bool) -> Found | None:  # noqa: ANN001
+    """A whole file: v3 pi files line by line; legacy pi dialects (and other harnesses, through the
+    core's loader) migrated in memory first."""
+    if whole:
+        end = data.find(b"\n")
+        first = data[: end + 1] if end >= 0 else data
+    else:
+        fp.seek(0)
+        first = fp.readline()
+    end = len(first) - 1
+    header = parse_header(first)
+    if header is not None and source.harness == "pi":
+        try:
+            dialect = detect(header)
+        except UnsupportedSession:
+            return None
+        if not dialect.legacy:
+            return read_pi(_lines(data, fp, whole, end + 1), Found(header=header), end + 1, 1)
+    return _read_loaded(source)
 
-
-def _extend_session(conn: sqlite3.Connection, session: int, found: Found) -> None:
-    row = conn.execute("SELECT name, first_user, updated_ms, models FROM sessions WHERE rowid = ?",
-                       (session,)).fetchone()
-    name, first_user, updated, models = row
-    models = orjson.loads(models)
-    models += [m for m in found.models if m not in models]
-    if found.updated_ms is not None:
-        updated = found.updated_ms if updated is None else max(updated, found.updated_ms)
-    conn.execute("UPDATE sessions SET name = ?, first_user = ?, updated_ms = ?, models = ? WHERE rowid = ?",
-                 (found.name if found.name is not None else name, first_user or found.first_user, updated,
-                  orjson.dumps(models).decode(), session))
-
-
-def _insert_rows(conn: sqlite3.Connection, session: int, found: Found) -> None:
-    if found.messages:
-        cur = conn.execute("SELECT coalesce(max(rowid), 0) FROM messages")
-        first = cur.fetchone()[0] + 1
-        conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                         [(first + i, session, *m[:6]) for i, m in enumerate(found.messages)])
-        conn.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)",
-                         [(first + i, m[6]) for i, m in enumerate(found.messages)])
-        conn.execute("UPDATE sessions SET messages = messages + ? WHERE rowid = ?", (len(found.messages), session))
-    if found.usage:
-        conn.executemany("INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         [(session, *u) for u in found.usage])
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 # ------------------------------------------------------------------ asking
