@@ -23,6 +23,7 @@ KEYS = {
     "session_dir": "directory for sessions (used flat)",
     "fsync": "durability: always, turn or never",
     "tools": "tools offered to the model, comma-separated (calc,read,ls)",
+    "pricing": "prices per million tokens for `usage`: {MODEL: {input, output, cache_read, cache_write}}",
 }
 DEFAULTS: dict[str, Any] = {"model": "demo", "base_url": None, "session_dir": None, "fsync": "turn",
                             "tools": "calc,read,ls"}
@@ -73,6 +74,14 @@ def check_value(key: str, value: Any) -> Any:
         return None
     if key == "fsync" and value not in FSYNC_POLICIES:
         raise ConfigError(f"fsync must be one of {', '.join(FSYNC_POLICIES)}, not {value!r}")
+    if key == "pricing":  # a mapping, kept as one (edited in the file, not by `config set`)
+        from harnesskit.session.pricing import parse_overrides
+
+        try:
+            parse_overrides(value)
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+        return value
     if key == "tools" and isinstance(value, list):
         value = ",".join(map(str, value))
     return str(value)
@@ -103,6 +112,8 @@ def load_config(cwd: Path | None = None) -> Config:
 
 def set_value(path: Path, key: str, value: str) -> None:
     """Set one key, keeping everything else in the file as it was."""
+    if key == "pricing":
+        raise ConfigError("pricing is a mapping: edit it in the config file (see `harnesskit usage --help`)")
     check_value(key, value)
     data = _load(path)
     kept = ""  # a file of comments only loads as None: its comments must survive too

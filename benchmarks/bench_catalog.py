@@ -1,0 +1,146 @@
+"""The cross-session index at scale (issue 11): many small pi sessions, indexed from scratch, updated
+with no change, and updated after one appended turn; against the json.loads-only rate of the same
+bytes, measured in the same run.
+
+    python benchmarks/bench_catalog.py [--sessions 100000] [--dirs 100] [--out benchmarks/out/catalog]
+
+Targets: from scratch at >= 1x the json.loads rate of the files' bytes; a no-change update <= 1 s;
+one appended turn <= 50 ms (the update itself, measured inside one process, as `search` pays it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harnesskit.session import catalog  # noqa: E402
+
+WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar".split()
+
+
+def iso(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def session_lines(rng: random.Random, index: int, cwd: str, turns: int) -> list[dict]:
+    start = 1_767_225_600_000 + index * 1000
+    sid = f"00000000-0000-7000-8000-{index:012x}"
+    lines: list[dict] = [{"type": "session", "version": 3, "id": sid, "timestamp": iso(start), "cwd": cwd}]
+    parent = None
+    for t in range(turns):
+        lines += turn(rng, t * 4, parent, start + t * 10)
+        parent = lines[-1]["id"]
+    return lines
+
+
+def turn(rng: random.Random, n: int, parent: str | None, ms: int) -> list[dict]:
+    text = " ".join(rng.choices(WORDS, k=rng.randint(5, 60)))
+    usage = {"input": rng.randint(10, 9000), "output": rng.randint(1, 900), "cacheRead": 0, "cacheWrite": 0,
+             "totalTokens": 0, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
+    ids = [f"{n + i:08x}" for i in range(2)]
+    return [
+        {"type": "message", "id": ids[0], "parentId": parent, "timestamp": iso(ms),
+         "message": {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": ms}},
+        {"type": "message", "id": ids[1], "parentId": ids[0], "timestamp": iso(ms + 1),
+         "message": {"role": "assistant", "content": [{"type": "text", "text": text[::-1]}],
+                     "api": "openai-completions", "provider": "openai", "model": "gpt-4o", "usage": usage,
+                     "stopReason": "stop", "timestamp": ms + 1}},
+    ]
+
+
+def generate(root: Path, sessions: int, dirs: int) -> list[Path]:
+    rng = random.Random(42)
+    paths = []
+    for i in range(sessions):
+        cwd = f"/home/dev/project{i % dirs}"
+        directory = root / ("--" + cwd.strip("/").replace("/", "-") + "--")
+        if i < dirs:
+            directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"s{i:07d}.jsonl"
+        lines = session_lines(rng, i, cwd, rng.randint(1, 4))
+        path.write_bytes(b"".join(json.dumps(o, separators=(",", ":")).encode() + b"\n" for o in lines))
+        paths.append(path)
+    return paths
+
+
+def json_loads_rate(paths: list[Path]) -> tuple[float, int]:
+    """Seconds to open every file and json.loads every line, and the bytes read."""
+    started = time.perf_counter()
+    size = 0
+    for path in paths:
+        with path.open("rb") as fp:
+            for raw in fp:
+                size += len(raw)
+                json.loads(raw)
+    return time.perf_counter() - started, size
+
+
+def timed(fn) -> float:  # noqa: ANN001
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sessions", type=int, default=100_000)
+    parser.add_argument("--dirs", type=int, default=100)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "catalog")
+    args = parser.parse_args()
+    home = args.out / "home"
+    root = home / "sessions"
+    marker = args.out / f"generated-{args.sessions}-{args.dirs}"
+    if not marker.exists():
+        shutil.rmtree(args.out, ignore_errors=True)
+        print(f"generating {args.sessions:,} sessions in {args.dirs} directories under {root} ...", flush=True)
+        generate(root, args.sessions, args.dirs)
+        marker.touch()
+    paths = sorted(p for d in root.iterdir() for p in d.iterdir())
+    db = home / "index.sqlite"
+    catalog.remove(db)
+    baseline, size = json_loads_rate(paths)
+    env = {**os.environ, "HARNESSKIT_HOME": str(home)}
+    env.pop("HARNESSKIT_SESSION_DIR", None)
+    scratch = timed(lambda: subprocess.run([sys.executable, "-m", "harnesskit", "index", "-q"], env=env, check=True))
+    nochange = timed(lambda: subprocess.run([sys.executable, "-m", "harnesskit", "index", "-q"], env=env, check=True))
+    sources = list(catalog.pi_sources(sorted(root.iterdir())))
+    conn, _ = catalog.open_catalog(db)
+    in_process = timed(lambda: catalog.update(conn, sources))
+    target = paths[len(paths) // 2]
+    last = json.loads(target.read_bytes().splitlines()[-1])
+    with target.open("ab") as fp:
+        for line in turn(random.Random(1), 900, last["id"], 1_800_000_000_000):
+            fp.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
+    appended = timed(lambda: catalog.update(conn, sources))
+    with target.open("ab") as fp:
+        for line in turn(random.Random(2), 950, None, 1_800_000_000_500):
+            fp.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
+    one_file = timed(lambda: catalog.update(conn, [catalog.Source(target)], partial=True))
+    conn.close()
+    mb = size / 1e6
+    print(f"\n{len(paths):,} sessions, {mb:,.0f} MB, {len(paths) // args.dirs:,} per directory")
+    print(f"{'measurement':<44} {'seconds':>8} {'MB/s':>8} {'vs json.loads':>14}")
+    print(f"{'json.loads of every line (baseline)':<44} {baseline:>8.2f} {mb / baseline:>8.0f} {1:>13.2f}x")
+    print(f"{'harnesskit index, from scratch':<44} {scratch:>8.2f} {mb / scratch:>8.0f} {baseline / scratch:>13.2f}x"
+          "  (target >= 1x)")
+    print(f"{'harnesskit index, nothing changed':<44} {nochange:>8.2f} {'':>8} {'':>14}  (target <= 1 s)")
+    print(f"{'  the update alone, in one process':<44} {in_process:>8.3f}")
+    print(f"{'update of all after one appended turn':<44} {appended * 1000:>7.1f}ms")
+    print(f"{'  its cost over no change':<44} {(appended - in_process) * 1000:>7.1f}ms")
+    print(f"{'update of that one file (index FILE)':<44} {one_file * 1000:>7.1f}ms {'':>8} {'':>14}  (target <= 50 ms)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,739 @@
+"""The cross-session index: one SQLite database (stdlib `sqlite3`, FTS5) over every session file.
+
+The database is a cache; the session files stay the truth. It is kept never stale by what the
+files promise: a session file is append-only, so a file whose size grew and whose first bytes are
+unchanged is read on from the byte offset indexed last time, anything else that changed is read
+again in full, and a file that disappeared is dropped. A database that cannot be opened, is not
+ours, or has an older schema is rebuilt, never trusted; where none can be written at all, the
+same code runs on an in-memory database. One writer at a time (WAL, `BEGIN IMMEDIATE`): readers
+never wait, and a killed update leaves the last committed state.
+
+Text is matched as users wrote it, CJK included: FTS5's `unicode61` tokenizer sees a run of
+Chinese characters as one token, and `trigram` cannot match a two-character word (你好, 结果:
+most Chinese words), so every CJK character is indexed as a token of its own (a zero-width space
+between them, removed again from snippets) and a CJK run in a query becomes a phrase. The
+tokenizer is then unicode61 for everything else, so FTS5's query syntax (phrases, prefix*,
+AND/OR/NOT, NEAR) passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from .format import is_header
+from .migrate import UnsupportedSession, detect, iso_to_ms
+
+SCHEMA_VERSION = 1
+HEAD_BYTES = 4096  # "the first bytes": a replaced file differs here (its header has another id)
+BATCH_FILES = 500  # files per transaction: a killed update loses at most one batch of work
+
+_SCHEMA = f"""
+CREATE TABLE files(
+  path TEXT PRIMARY KEY, harness TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
+  inode INTEGER NOT NULL, head BLOB NOT NULL, offset INTEGER NOT NULL, line INTEGER NOT NULL,
+  session INTEGER NOT NULL);
+CREATE TABLE sessions(
+  rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, harness TEXT NOT NULL, id TEXT, cwd TEXT,
+  name TEXT, first_user TEXT, created_ms INTEGER, updated_ms INTEGER, models TEXT NOT NULL DEFAULT '[]',
+  messages INTEGER NOT NULL DEFAULT 0, parent TEXT);
+CREATE TABLE messages(
+  rowid INTEGER PRIMARY KEY, session INTEGER NOT NULL, entry_id TEXT, line INTEGER, role TEXT,
+  time_ms INTEGER, model TEXT, tools TEXT NOT NULL DEFAULT '');
+CREATE INDEX messages_session ON messages(session);
+CREATE VIRTUAL TABLE messages_fts USING fts5(text, tokenize = 'unicode61');
+CREATE TABLE usage(
+  session INTEGER NOT NULL, entry_id TEXT, time_ms INTEGER, provider TEXT, model TEXT,
+  input INTEGER NOT NULL, output INTEGER NOT NULL, cache_read INTEGER NOT NULL,
+  cache_write INTEGER NOT NULL, total INTEGER NOT NULL, cost REAL);
+CREATE INDEX usage_session ON usage(session);
+PRAGMA user_version = {SCHEMA_VERSION};
+"""
+
+
+class QueryError(ValueError):
+    """A search query FTS5 cannot parse (said in one line, never a traceback)."""
+
+
+# ------------------------------------------------------------------ opening
+
+
+def default_path(home: Path) -> Path:
+    return home / "index.sqlite"
+
+
+def open_catalog(path: Path | None) -> tuple[sqlite3.Connection, str | None]:
+    """The database at `path`, created or rebuilt as needed; with a note when it had to be rebuilt
+    or could not be written (then an in-memory database stands in). `None` means in memory."""
+    if path is None:
+        return _create(sqlite3.connect(":memory:")), None
+    note = None
+    for _ in range(2):
+        try:
+            conn = _connect(path)
+            if _usable(conn):
+                return conn, note
+            conn.close()
+            note = f"{path}: an index of another version or shape; rebuilt"
+        except sqlite3.DatabaseError as error:
+            note = f"{path}: unreadable index ({error}); rebuilt"
+        except OSError as error:
+            return _create(sqlite3.connect(":memory:")), f"{path}: cannot write the index ({error.strerror}); " \
+                                                          "using one in memory"
+        remove(path)
+    return _create(sqlite3.connect(":memory:")), f"{path}: cannot create the index; using one in memory"
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout = 30000")
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+    except sqlite3.OperationalError as error:
+        if "unable to open" in str(error) or "readonly" in str(error):
+            raise OSError(13, "permission denied") from None
+        raise
+    if mode is None or str(mode[0]).lower() != "wal":
+        raise sqlite3.DatabaseError("could not switch to WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return _install(conn)
+
+
+def _create(conn: sqlite3.Connection) -> sqlite3.Connection:
+    conn.isolation_level = None
+    return _install(conn)
+
+
+def _install(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """Create the tables in an empty database, in one transaction (two processes may race here)."""
+    if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+                for statement in filter(str.strip, _SCHEMA.split(";")):
+                    conn.execute(statement)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return conn
+
+
+def _usable(conn: sqlite3.Connection) -> bool:
+    if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+        return False
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    return {"files", "sessions", "messages", "messages_fts", "usage"} <= names
+
+
+def remove(path: Path) -> None:
+    """Delete the index (a cache: the session files stay the truth)."""
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.unlink(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass
+
+
+# ------------------------------------------------------------------ what one file contributes
+
+
+@dataclass
+class Source:
+    """A session file the index should cover, and which harness wrote it."""
+
+    path: Path
+    harness: str = "pi"
+
+
+@dataclass
+class Found:
+    """What reading (part of) one file gave: session fields, messages, usage rows."""
+
+    header: dict | None = None
+    name: str | None = None
+    first_user: str | None = None
+    models: list[str] = field(default_factory=list)
+    updated_ms: int | None = None
+    messages: list[tuple] = field(default_factory=list)  # entry_id, line, role, time_ms, model, tools, text
+    usage: list[tuple] = field(default_factory=list)  # entry_id, time_ms, provider, model, 4 counts, total, cost
+    offset: int = 0  # bytes read up to the end of the last complete line
+    line: int = 0  # the number of the last line read
+
+
+def _number(value: object) -> int:
+    if value.__class__ is int:
+        return value  # type: ignore[return-value]
+    if value.__class__ is not float:
+        return 0
+    try:
+        return int(value)  # type: ignore[arg-type]
+    except (OverflowError, ValueError):  # inf, nan
+        return 0
+
+
+def _str(value: object) -> str | None:
+    return value if value.__class__ is str else None  # type: ignore[return-value]
+
+
+def _texts(content: object) -> tuple[list[str], list[str]]:
+    """The searchable text of a content field, and the tool names it calls."""
+    if content.__class__ is str:
+        return [content], []  # type: ignore[list-item]
+    texts: list[str] = []
+    tools: list[str] = []
+    if content.__class__ is list:
+        for block in content:  # type: ignore[attr-defined]
+            if block.__class__ is not dict:
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                text = block.get("text")
+                if text.__class__ is str:
+                    texts.append(text)
+            elif kind == "toolCall":
+                name = block.get("name")
+                if name.__class__ is str:
+                    tools.append(name)
+                    texts.append(f"{name} {orjson.dumps(block.get('arguments')).decode()}")
+    return texts, tools
+
+
+def _cost(usage: dict, counts: list[int]) -> float | None:
+    """The entry's own cost, when it says one: a cost object with a total, and not zeros standing in
+    for "unknown" on a message that used tokens (pi and harnesskit write zeros for unpriced models)."""
+    cost = usage.get("cost")
+    if cost.__class__ is not dict:
+        return None
+    total = cost.get("total")
+    if total.__class__ is not int and (total.__class__ is not float or total != total):
+        return None
+    if total == 0 and any(counts):
+        return None
+    return float(total)
+
+
+def _stamp(entry: dict, message: dict | None) -> int | None:
+    """A message's time in ms: its own `timestamp` (pi writes ms), else the entry's ISO one."""
+    if message is not None:
+        value = message.get("timestamp")
+        if value.__class__ is int:
+            return value
+        if value.__class__ is float and value == value and abs(value) < 1e15:
+            return int(value)
+    return iso_to_ms(entry.get("timestamp"))
+
+
+def take_entry(found: Found, entry: dict, line: int) -> None:
+    """Add what one v3 entry says to `found` (messages, usage, name, models, times)."""
+    kind = entry.get("type")
+    tools: list[str] = []
+    model = None
+    if kind == "message":
+        message = entry.get("message")
+        if message.__class__ is not dict:
+            return
+        role = _str(message.get("role"))
+        stamp = _stamp(entry, message)
+        if role == "toolResult":
+            texts, _ = _texts(message.get("content"))
+            name = _str(message.get("toolName"))
+            if name is not None:
+                tools = [name]
+        elif role == "bashExecution":
+            texts = [str(message.get("command", "")), str(message.get("output", ""))]
+        else:
+            texts, tools = _texts(message.get("content"))
+        if role == "assistant":
+            model = _str(message.get("model"))
+            if model and model not in found.models:
+                found.models.append(model)
+            usage = message.get("usage")
+            if usage.__class__ is dict:
+                counts = [_number(usage.get("input")), _number(usage.get("output")),
+                          _number(usage.get("cacheRead")), _number(usage.get("cacheWrite"))]
+                total = _number(usage.get("totalTokens")) or sum(counts)
+                found.usage.append((_str(entry.get("id")), stamp, _str(message.get("provider")), model, *counts,
+                                    total, _cost(usage, counts)))
+        elif role == "user" and found.first_user is None:
+            found.first_user = " ".join(" ".join(texts).split())[:300] or None
+    elif kind == "custom_message":
+        role = "custom"
+        stamp = _stamp(entry, None)
+        texts, _ = _texts(entry.get("content"))
+    elif kind == "branch_summary" or kind == "compaction":
+        role = "branchSummary" if kind == "branch_summary" else "compactionSummary"
+        stamp = _stamp(entry, None)
+        texts = [str(entry.get("summary") or "")]
+    elif kind == "session_info":
+        name = entry.get("name")
+        if name.__class__ is str:
+            found.name = name.strip() or None
+        return
+    elif kind == "model_change":
+        model_id = _str(entry.get("modelId"))
+        if model_id is not None and model_id not in found.models:
+            found.models.append(model_id)
+        return
+    else:
+        return
+    if stamp is not None and (found.updated_ms is None or stamp > found.updated_ms):
+        found.updated_ms = stamp
+    text = "\n".join(texts)
+    found.messages.append((_str(entry.get("id")), line, role, stamp, model, ",".join(tools),
+                           text if text.isascii() else segment(text)))
+
+
+def read_pi(lines: Iterable[bytes], found: Found, offset: int, line: int) -> Found:
+    """Read a v3 file's lines (the next is line `line` + 1, at byte `offset`). A last line without
+    a newline is left for the next update: it may be a write still under way."""
+    loads = orjson.loads
+    error = orjson.JSONDecodeError
+    for raw in lines:
+        if not raw.endswith(b"\n"):
+            break
+        line += 1
+        offset += len(raw)
+        try:
+            entry = loads(raw)
+        except error:
+            continue  # `validate` reports bad lines; the index only skips them
+        if entry.__class__ is dict and not is_header(entry):
+            take_entry(found, entry, line)
+    found.offset, found.line = offset, line
+    return found
+
+
+def parse_header(first: bytes) -> dict | None:
+    """The header of a first line (None when it is no complete header line)."""
+    if not first.endswith(b"\n"):
+        return None
+    try:
+        header = orjson.loads(first.removeprefix(b"\xef\xbb\xbf"))
+    except orjson.JSONDecodeError:
+        return None
+    return header if header.__class__ is dict and is_header(header) else None
+
+
+def _read_loaded(source: Source) -> Found | None:
+    """A file the fast reader does not take (a legacy dialect, another harness): through the core's
+    loader, migrated in memory; read again in full whenever it changes."""
+    from .loader import SessionError, load_session
+
+    try:
+        session = load_session(source.path)
+    except SessionError:
+        return None
+    found = Found(header=session.header)
+    for entry, line in zip(session.entries, session.lines, strict=True):
+        take_entry(found, entry, line)
+    found.offset, found.line = session.size, 0
+    return found
+
+
+
+# ------------------------------------------------------------------ CJK
+
+
+_CJK = "\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
+_CJK_PAIR = re.compile(f"(?<=[{_CJK}])(?=[{_CJK}])")
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+ZWSP = "\u200b"  # not a letter or number: unicode61 splits tokens there
+
+
+def segment(text: str) -> str:
+    """Text as indexed: a zero-width space between CJK characters, so each is a token."""
+    return _CJK_PAIR.sub(ZWSP, text)
+
+
+def fts_query(query: str) -> str:
+    """A user's FTS5 query with each CJK run outside quotes made a phrase (and inside quotes,
+    segmented as the text is). Everything else passes through as FTS5 syntax."""
+    parts = query.split('"')
+    for i, part in enumerate(parts):
+        if i % 2:  # inside a phrase
+            parts[i] = segment(part)
+        else:
+            parts[i] = _CJK_RUN.sub(lambda m: '"' + " ".join(m.group()) + '"', part)
+    return '"'.join(parts)
+
+
+# ------------------------------------------------------------------ which files
+
+
+def pi_sources(directories: Iterable[Path]) -> Iterator[Source]:
+    """Every `*.jsonl` directly in each directory (pi's layout), listed without a stat per file."""
+    for directory in directories:
+        try:
+            with os.scandir(directory) as found:
+                for item in found:
+                    if item.name.endswith(".jsonl") and item.is_file():
+                        yield Source(Path(item.path), "pi")
+        except OSError:
+            continue
+
+
+def refresh(path: Path | None, sources: Iterable[Source], progress: Callable[[int, int], None] | None = None,
+            partial: bool = False) -> tuple[sqlite3.Connection, str | None, UpdateStats]:
+    """Open the index (rebuilding what cannot be trusted) and bring it up to date: what `index`,
+    `search` and `usage` all do first."""
+    sources = list(sources)
+    conn, note = open_catalog(path)
+    try:
+        stats = update(conn, sources, progress, partial=partial)
+    except sqlite3.DatabaseError as error:  # damaged under us: start again from nothing, in memory if need be
+        conn.close()
+        if path is not None:
+            remove(path)
+        conn, again = open_catalog(path)
+        note = f"{path}: damaged index ({error}); rebuilt" + (f"; {again}" if again else "")
+        stats = update(conn, sources, progress, partial=partial)
+    return conn, note, stats
+
+
+# ------------------------------------------------------------------ updating
+
+
+@dataclass
+class UpdateStats:
+    files: int = 0  # files the index covers after the update
+    read_full: int = 0
+    read_on: int = 0  # files read on from their last offset
+    unchanged: int = 0
+    dropped: int = 0
+    bytes_read: int = 0
+    messages: int = 0
+
+
+SMALL_FILE = 1 << 20  # read whole, and split in memory; larger files are streamed
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def update(conn: sqlite3.Connection, sources: Iterable[Source],
+           progress: Callable[[int, int], None] | None = None, *, partial: bool = False) -> UpdateStats:
+    """Bring the index up to date with `sources`: every file it should cover, or with `partial`
+    just these (a chat's own file after a turn), leaving the others as they are. `progress` is
+    told the bytes done and the bytes to do after each file read."""
+    stats = UpdateStats()
+    query = "SELECT path, size, mtime_ns, inode, head, offset, line, session, harness FROM files"
+    if partial:
+        sources = list(sources)
+        known = {}
+        for source in sources:
+            row = conn.execute(query + " WHERE path = ?", (str(source.path),)).fetchone()
+            if row is not None:
+                known[row[0]] = row[1:]
+    else:
+        known = {row[0]: row[1:] for row in conn.execute(query)}
+    seen: set[str] = set()
+    work: list[tuple[Source, os.stat_result, tuple | None]] = []
+    for source in sources:
+        key = str(source.path)
+        if key in seen:
+            continue
+        try:
+            st = os.stat(key)
+        except OSError:
+            continue
+        seen.add(key)
+        old = known.get(key)
+        if old is not None and old[0] == st.st_size and old[1] == st.st_mtime_ns and old[2] == st.st_ino \
+                and old[7] == source.harness:
+            stats.unchanged += 1
+            continue
+        work.append((source, st, old))
+    gone = [] if partial else [path for path in known if path not in seen]
+    total = sum(st.st_size for _, st, _ in work)
+    done = 0
+    for start in range(0, max(len(work), 1), BATCH_FILES):
+        batch = _Batch(conn)  # BEGIN IMMEDIATE: one writer at a time; readers go on
+        try:
+            if start == 0:
+                for path in gone:
+                    batch.drop(path, known[path][6])
+                    stats.dropped += 1
+            for source, st, old in work[start:start + BATCH_FILES]:
+                stats.bytes_read += _update_file(batch, source, st, old, stats)
+                done += st.st_size
+                if progress is not None:
+                    progress(done, total)
+            batch.commit()
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    stats.files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+    return stats
+
+
+class _Batch:
+    """The rows of a batch of files, written in one transaction with a few executemany calls."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        self.conn = conn
+        self.next_session = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM sessions").fetchone()[0]
+        self.next_message = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM messages").fetchone()[0]
+        self.sessions: list[tuple] = []
+        self.messages: list[tuple] = []
+        self.texts: list[tuple] = []
+        self.usage: list[tuple] = []
+        self.files: list[tuple] = []
+
+    def drop(self, path: str, session: int) -> None:
+        conn = self.conn
+        conn.execute("DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE session = ?)",
+                     (session,))
+        conn.execute("DELETE FROM messages WHERE session = ?", (session,))
+        conn.execute("DELETE FROM usage WHERE session = ?", (session,))
+        conn.execute("DELETE FROM sessions WHERE rowid = ?", (session,))
+        conn.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    def new_session(self, path: str, harness: str, found: Found) -> int:
+        header = found.header or {}
+        session = self.next_session
+        self.next_session += 1
+        self.sessions.append((session, path, harness, _str(header.get("id")), _str(header.get("cwd")), found.name,
+                              found.first_user, iso_to_ms(header.get("timestamp")), found.updated_ms,
+                              orjson.dumps(found.models).decode(), len(found.messages),
+                              _str(header.get("parentSession"))))
+        return session
+
+    def extend_session(self, session: int, found: Found) -> None:
+        row = self.conn.execute("SELECT name, first_user, updated_ms, models FROM sessions WHERE rowid = ?",
+                                (session,)).fetchone()
+        name, first_user, updated, models = row
+        models = orjson.loads(models)
+        models += [m for m in found.models if m not in models]
+        if found.updated_ms is not None:
+            updated = found.updated_ms if updated is None else max(updated, found.updated_ms)
+        self.conn.execute(
+            "UPDATE sessions SET name = ?, first_user = ?, updated_ms = ?, models = ?, messages = messages + ?"
+            " WHERE rowid = ?",
+            (found.name if found.name is not None else name, first_user or found.first_user, updated,
+             orjson.dumps(models).decode(), len(found.messages), session))
+
+    def rows(self, session: int, found: Found) -> None:
+        first = self.next_message
+        self.next_message += len(found.messages)
+        self.messages += [(first + i, session, *m[:6]) for i, m in enumerate(found.messages)]
+        self.texts += [(first + i, m[6]) for i, m in enumerate(found.messages)]
+        self.usage += [(session, *u) for u in found.usage]
+
+    def commit(self) -> None:
+        conn = self.conn
+        conn.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.sessions)
+        conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self.messages)
+        conn.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)", self.texts)
+        conn.executemany("INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.usage)
+        conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", self.files)
+        conn.execute("COMMIT")
+
+
+def _update_file(batch: _Batch, source: Source, st: os.stat_result, old: tuple | None,
+                 stats: UpdateStats) -> int:
+    """Index one changed file; returns the bytes read."""
+    key = str(source.path)
+    try:
+        fp = open(key, "rb")  # noqa: SIM115 - closed below
+    except OSError:
+        return 0
+    with fp:
+        # a small file is read whole and split in memory; a large one is hashed here and streamed
+        data = fp.read(SMALL_FILE) if st.st_size < SMALL_FILE else fp.read(HEAD_BYTES)
+        head = _digest(data[:HEAD_BYTES])
+        whole = len(data) < SMALL_FILE and st.st_size < SMALL_FILE
+        old_size, _, old_inode, old_head, old_offset, old_line, old_session, old_harness = old or (None,) * 8
+        if (old is not None and source.harness == "pi" == old_harness and old_inode == st.st_ino
+                and st.st_size > old_size and old_line > 0
+                and old_head == (head if old_size >= HEAD_BYTES else _digest(data[:old_size]))):
+            # appended to: read on from where the last update stopped
+            found: Found | None = read_pi(_lines(data, fp, whole, old_offset), Found(), old_offset, old_line)
+            stats.read_on += 1
+            read = found.offset - old_offset  # type: ignore[union-attr]
+            batch.extend_session(old_session, found)  # type: ignore[arg-type]
+            session = old_session
+        else:
+            if old is not None:
+                batch.drop(key, old_session)
+            found = _read_whole(source, data, fp, whole)
+            stats.read_full += 1
+            read = st.st_size
+            session = batch.new_session(key, source.harness, found or Found())
+    if found is None:  # not a session file we read: kept, so it is not read again until it changes
+        found = Found(offset=st.st_size)
+    batch.rows(session, found)
+    stats.messages += len(found.messages)
+    batch.files.append((key, source.harness, st.st_size, st.st_mtime_ns, st.st_ino, head, found.offset,
+                        found.line, session))
+    return read
+
+
+def _lines(data: bytes, fp, whole: bool, offset: int) -> Iterable[bytes]:  # noqa: ANN001
+    """The lines from byte `offset`, each with its "\n" (split on "\n" only, as reading a file does)."""
+    if not whole:
+        fp.seek(offset)
+        return fp
+    parts = data[offset:].split(b"\n")
+    last = parts.pop()
+    lines = [part + b"\n" for part in parts]
+    if last:
+        lines.append(last)
+    return lines
+
+
+def _read_whole(source: Source, data: bytes, fp, whole: bool) -> Found | None:  # noqa: ANN001
+    """A whole file: v3 pi files line by line; legacy pi dialects (and other harnesses, through the
+    core's loader) migrated in memory first."""
+    if whole:
+        end = data.find(b"\n")
+        first = data[: end + 1] if end >= 0 else data
+    else:
+        fp.seek(0)
+        first = fp.readline()
+    end = len(first) - 1
+    header = parse_header(first)
+    if header is not None and source.harness == "pi":
+        try:
+            dialect = detect(header)
+        except UnsupportedSession:
+            return None
+        if not dialect.legacy:
+            return read_pi(_lines(data, fp, whole, end + 1), Found(header=header), end + 1, 1)
+    return _read_loaded(source)
+
+
+
+# ------------------------------------------------------------------ asking
+
+
+@dataclass
+class Filters:
+    harness: str | None = None
+    cwd: str | None = None  # None: every directory
+    since_ms: int | None = None
+    until_ms: int | None = None  # exclusive
+    role: str | None = None
+    model: str | None = None
+    tool: str | None = None
+
+
+@dataclass
+class Hit:
+    path: str
+    harness: str
+    session_id: str | None
+    cwd: str | None
+    entry_id: str | None
+    line: int | None
+    role: str | None
+    time_ms: int | None
+    snippet: str  # the match marked with \x02 ... \x03
+    rank: float
+
+
+def _where(filters: Filters, time_column: str) -> tuple[list[str], list[object]]:
+    clauses: list[str] = []
+    args: list[object] = []
+    if filters.harness:
+        clauses.append("s.harness = ?")
+        args.append(filters.harness)
+    if filters.cwd is not None:
+        clauses.append("s.cwd = ?")
+        args.append(filters.cwd)
+    if filters.since_ms is not None:
+        clauses.append(f"{time_column} >= ?")
+        args.append(filters.since_ms)
+    if filters.until_ms is not None:
+        clauses.append(f"{time_column} < ?")
+        args.append(filters.until_ms)
+    if filters.model:
+        clauses.append("m.model = ?" if time_column.startswith("m.") else "u.model = ?")
+        args.append(filters.model)
+    return clauses, args
+
+
+def search(conn: sqlite3.Connection, query: str, filters: Filters, limit: int) -> list[Hit]:
+    """The best `limit` messages matching an FTS5 query, ranked by bm25."""
+    clauses, args = _where(filters, "m.time_ms")
+    if filters.role:
+        clauses.append("m.role = ?")
+        args.append(filters.role)
+    if filters.tool:
+        clauses.append("(',' || m.tools || ',') LIKE ?")
+        args.append(f"%,{filters.tool},%")
+    sql = ("SELECT s.path, s.harness, s.id, s.cwd, m.entry_id, m.line, m.role, m.time_ms,"
+           " snippet(messages_fts, 0, char(2), char(3), '…', 16), bm25(messages_fts) AS rank"
+           " FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid"
+           " JOIN sessions s ON s.rowid = m.session WHERE messages_fts MATCH ?"
+           + "".join(f" AND {c}" for c in clauses) + " ORDER BY rank LIMIT ?")
+    try:
+        rows = conn.execute(sql, [fts_query(query), *args, limit]).fetchall()
+    except sqlite3.OperationalError as error:
+        raise QueryError(f"cannot search for {query!r}: {error}") from None
+    return [Hit(*row[:8], row[8].replace(ZWSP, ""), row[9]) for row in rows]
+
+
+@dataclass
+class UsageRow:
+    """One assistant message's usage, with what the grouping needs."""
+
+    path: str
+    session_id: str | None
+    cwd: str | None
+    harness: str
+    entry_id: str | None
+    time_ms: int | None
+    provider: str | None
+    model: str | None
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+    total: int
+    cost: float | None
+
+
+def usage_rows(conn: sqlite3.Connection, filters: Filters) -> Iterator[UsageRow]:
+    clauses, args = _where(filters, "u.time_ms")
+    sql = ("SELECT s.path, s.id, s.cwd, s.harness, u.entry_id, u.time_ms, u.provider, u.model, u.input, u.output,"
+           " u.cache_read, u.cache_write, u.total, u.cost FROM usage u JOIN sessions s ON s.rowid = u.session"
+           + (" WHERE " + " AND ".join(clauses) if clauses else "") + " ORDER BY u.time_ms, s.path")
+    for row in conn.execute(sql, args):
+        yield UsageRow(*row)
+
+
+@dataclass
+class SessionRow:
+    path: str
+    harness: str
+    session_id: str | None
+    cwd: str | None
+    name: str | None
+    first_user: str | None
+    created_ms: int | None
+    updated_ms: int | None
+    models: list[str]
+    messages: int
+    parent: str | None
+
+
+def sessions(conn: sqlite3.Connection, filters: Filters, limit: int | None = None) -> list[SessionRow]:
+    """Sessions newest first by their last message's time (pi's picker order)."""
+    clauses, args = _where(Filters(harness=filters.harness, cwd=filters.cwd), "s.updated_ms")
+    sql = ("SELECT s.path, s.harness, s.id, s.cwd, s.name, s.first_user, s.created_ms, s.updated_ms, s.models,"
+           " s.messages, s.parent FROM sessions s JOIN files f ON f.session = s.rowid"
+           + (" WHERE " + " AND ".join(clauses) if clauses else "")
+           + " ORDER BY coalesce(s.updated_ms, s.created_ms) DESC, s.path" + (" LIMIT ?" if limit else ""))
+    rows = conn.execute(sql, [*args, limit] if limit else args).fetchall()
+    return [SessionRow(*r[:8], orjson.loads(r[8]), *r[9:]) for r in rows]

@@ -1,0 +1,414 @@
+"""The cross-session index (harnesskit/session/catalog.py) and the commands on it: index, search,
+usage. Corpora are generated here; expectations are computed from the files' JSON directly."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from catalog_corpus import START_MS, corpus, iso, make_session, turn
+from conftest import TUTORIAL_DIR, assert_one_line_error
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from writeside_helpers import Env, invoke, isolate, wait_for
+
+from harnesskit.session import catalog, pricing
+from harnesskit.session.usage import report
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+    return isolate(tmp_path, monkeypatch)
+
+
+def dump(conn: sqlite3.Connection) -> dict:
+    """Everything the index says, without its row numbers: equal dumps are equal indexes."""
+    sessions = {r[0]: r[1:] for r in conn.execute(
+        "SELECT rowid, path, harness, id, cwd, name, first_user, created_ms, updated_ms, models, messages, parent"
+        " FROM sessions")}
+    messages = sorted((sessions[r[0]][0], *r[1:]) for r in conn.execute(
+        "SELECT m.session, m.entry_id, m.line, m.role, m.time_ms, m.model, m.tools, f.text FROM messages m"
+        " JOIN messages_fts f ON f.rowid = m.rowid"))
+    usage = sorted((sessions[r[0]][0], *r[1:]) for r in conn.execute("SELECT * FROM usage"))
+    files = sorted(r for r in conn.execute("SELECT path, harness, offset, line FROM files"))
+    return {"sessions": sorted(sessions.values()), "messages": messages, "usage": usage, "files": files}
+
+
+def rebuilt(root: Path) -> dict:
+    conn, _ = catalog.open_catalog(None)
+    catalog.update(conn, catalog.pi_sources(sorted(root.iterdir())))
+    return dump(conn)
+
+
+def incremental(db: Path, root: Path) -> dict:
+    conn, _, _ = catalog.refresh(db, catalog.pi_sources(sorted(root.iterdir())))
+    try:
+        return dump(conn)
+    finally:
+        conn.close()
+
+
+# ------------------------------------------------------------------ search
+
+
+def test_search_finds_each_session_by_what_was_written(env: Env) -> None:
+    made = corpus(env.sessions, 300)
+    rng = random.Random(1)
+    for m in rng.sample(made, 25):
+        marker = next(line["message"]["content"][0]["text"].split()[-1] for line in m.lines[1:])
+        result = invoke("search", marker, "--all", "--json")
+        assert result.exit_code == 0, result.output
+        hits = [json.loads(line) for line in result.stdout.splitlines()]
+        assert sorted((h["path"], h["entryId"], h["role"]) for h in hits) == [
+            (str(m.path), m.lines[1]["id"], "user"), (str(m.path), m.lines[4]["id"], "assistant")]
+        hits.sort(key=lambda h: h["role"], reverse=True)
+        assert hits[0]["open"] == [f"harnesskit continue {m.path} --from {m.lines[1]['id']}",
+                                   f"harnesskit inspect {m.path} --leaf {m.lines[1]['id']}"]
+        assert marker in hits[0]["snippet"]
+
+
+def test_search_text_output_names_the_commands_and_marks_the_match(env: Env) -> None:
+    made = corpus(env.sessions, 3)
+    result = invoke("search", "zz00001marker", "--all", "--role", "user")
+    assert result.exit_code == 0, result.output
+    assert "[zz00001marker]" in result.stdout
+    assert f"harnesskit continue {made[1].path} --from {made[1].lines[1]['id']}" in result.stdout
+    assert "\x1b" not in result.stdout  # not a terminal: brackets, no colour
+
+
+def test_fts_syntax_passes_through(env: Env) -> None:
+    corpus(env.sessions, 40)
+
+    def hit_ids(query: str) -> set[tuple[str, str]]:
+        result = invoke("search", query, "--all", "--json", "-n", "1000")
+        assert result.exit_code == 0, result.output
+        return {(h["path"], h["entryId"]) for h in map(json.loads, result.stdout.splitlines())}
+
+    both = hit_ids("alpha bravo")
+    assert both == hit_ids("alpha AND bravo") and both
+    assert hit_ids("alpha OR bravo") >= hit_ids("alpha") | hit_ids("bravo")
+    assert not hit_ids("alpha NOT bravo") & hit_ids("bravo")
+    assert hit_ids("zz0001*") == hit_ids("zz00010marker") | hit_ids("zz00011marker") | hit_ids("zz00012marker") \
+        | hit_ids("zz00013marker") | hit_ids("zz00014marker") | hit_ids("zz00015marker") \
+        | hit_ids("zz00016marker") | hit_ids("zz00017marker") | hit_ids("zz00018marker") | hit_ids("zz00019marker")
+    assert hit_ids('"please alpha"') <= hit_ids("please alpha")
+
+
+@pytest.mark.parametrize("query", ['"unbalanced', "AND", "alpha NEAR(", "(("])
+def test_a_malformed_query_is_one_line(env: Env, query: str) -> None:
+    corpus(env.sessions, 2)
+    assert_one_line_error(invoke("search", query, "--all"))
+
+
+def test_chinese_words_of_the_chapter_are_found(env: Env) -> None:
+    directory = env.sessions / "--tutorial--"
+    directory.mkdir(parents=True)
+    shutil.copy(TUTORIAL_DIR / "demo.jsonl", directory)
+    texts = {}
+    for line in (directory / "demo.jsonl").read_text(encoding="utf-8").splitlines()[1:]:
+        entry = json.loads(line)
+        texts[entry["id"]] = "".join(b.get("text", "") for b in entry["message"]["content"])
+    for word in ("你好", "结果", "算", "刚才算的"):
+        result = invoke("search", word, "--all", "--json", "-n", "50")
+        assert result.exit_code == 0, result.output
+        found = {json.loads(line)["entryId"] for line in result.stdout.splitlines()}
+        assert found == {i for i, text in texts.items() if word in text}, word
+    # and a snippet shows the text as written: no segmentation marks
+    result = invoke("search", "结果", "--all", "--json")
+    assert all("\u200b" not in json.loads(line)["snippet"] for line in result.stdout.splitlines())
+
+
+def test_filters(env: Env) -> None:
+    made = corpus(env.sessions, 60)
+
+    def hits(*args: str) -> list[dict]:
+        result = invoke("search", "done", "--json", "-n", "1000", *args)
+        assert result.exit_code == 0, result.output
+        return [json.loads(line) for line in result.stdout.splitlines()]
+
+    everything = hits("--all")
+    assert len(everything) == len(made) * 2  # one final answer per turn
+    os.chdir(env.cwd)
+    assert hits() == []  # this directory has no sessions
+    assert {h["cwd"] for h in hits("--cwd", "/work/a")} == {"/work/a"}
+    assert len(hits("--cwd", "/work/a")) == sum(1 for m in made if m.cwd == "/work/a") * 2
+    assert {h["role"] for h in hits("--all", "--role", "assistant")} == {"assistant"}
+    assert hits("--all", "--role", "user") == []
+    gpt = [h for h in everything if h["entryId"] and any(
+        line["id"] == h["entryId"] and line["message"]["model"] == "gpt-4o"
+        for m in made if str(m.path) == h["path"] for line in m.lines[1:])]
+    assert {(h["path"], h["entryId"]) for h in hits("--all", "--model", "gpt-4o")} == \
+        {(h["path"], h["entryId"]) for h in gpt}
+    calls = hits("--all", "--tool", "calc")
+    assert calls == []  # "done" is in the answers, which call no tool
+    assert len(invoke("search", "6", "--all", "--tool", "calc", "--json", "-n", "1000").stdout.splitlines()) \
+        == len(made) * 2
+    day = datetime.fromtimestamp(START_MS / 1000, tz=UTC) .strftime("%Y-%m-%d")
+    first_day = hits("--all", "--since", day, "--until", day)
+    assert first_day and all(START_MS <= h["timestamp"] < START_MS + 86_400_000 for h in first_day)
+    assert hits("--all", "--harness", "codex") == []
+    assert_one_line_error(invoke("search", "x", "--since", "yesterday-ish"))
+    assert_one_line_error(invoke("search", "x", "--all", "--cwd", "/work/a"))
+
+
+# ------------------------------------------------------------------ incremental == rebuild
+
+
+def test_incremental_update_equals_a_rebuild_through_changes(env: Env) -> None:
+    root = env.sessions
+    db = env.home / "index.sqlite"
+    made = corpus(root, 30)
+    assert incremental(db, root) == rebuilt(root)
+    rng = random.Random(3)
+    # appends (read on from the offset)
+    for m in made[:10]:
+        m.append(turn(rng, 200, m.lines[-1]["id"], START_MS + 999, "appendedword"))
+    assert incremental(db, root) == rebuilt(root)
+    conn = sqlite3.connect(db)
+    assert len(conn.execute("SELECT * FROM messages m JOIN messages_fts f ON f.rowid = m.rowid"
+                            " WHERE messages_fts MATCH 'appendedword'").fetchall()) == 20
+    conn.close()
+    # a truncation, a replacement with another session of the same size, a deletion, a new file
+    made[10].path.write_text(made[10].path.read_text(encoding="utf-8")[:300] + "\n", encoding="utf-8")
+    other = make_session(root, rng, 999, "/work/c")
+    same = other.path.read_bytes()
+    made[11].path.write_bytes(same[: made[11].path.stat().st_size].ljust(made[11].path.stat().st_size, b"\n"))
+    made[12].path.unlink()
+    assert incremental(db, root) == rebuilt(root)
+    # a torn last line is left until it is complete
+    with made[13].path.open("ab") as fp:
+        fp.write(b'{"type":"session_info","id":"ffff0000","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",')
+    assert incremental(db, root) == rebuilt(root)
+    with made[13].path.open("ab") as fp:
+        fp.write(b'"name":"finished later"}\n')
+    state = incremental(db, root)
+    assert state == rebuilt(root)
+    assert any(s[4] == "finished later" for s in state["sessions"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["append", "truncate", "delete", "replace", "create", "touch", "tear"]),
+                          st.integers(0, 7)), min_size=1, max_size=8))
+def test_incremental_equals_rebuild_property(tmp_path_factory: pytest.TempPathFactory, ops: list) -> None:
+    base = tmp_path_factory.mktemp("prop")
+    root = base / "sessions"
+    db = base / "index.sqlite"
+    made = corpus(root, 8, seed=11)
+    rng = random.Random(5)
+    incremental(db, root)
+    for op, i in ops:
+        m = made[i]
+        if op == "create" or not m.path.exists():
+            made[i] = make_session(root, rng, 100 + rng.randint(0, 10**6), "/work/a")
+        elif op == "append":
+            m.append(turn(rng, rng.randint(300, 10**6), None, START_MS, "more"))
+        elif op == "truncate":
+            data = m.path.read_bytes()
+            m.path.write_bytes(data[: rng.randint(0, len(data))])
+        elif op == "delete":
+            m.path.unlink()
+        elif op == "replace":
+            m.path.write_bytes(m.path.read_bytes().replace(b"please", b"PLEASE"))
+        elif op == "touch":
+            os.utime(m.path)
+        elif op == "tear":
+            with m.path.open("ab") as fp:
+                fp.write(b'{"type":"message","id":"torn')
+        assert incremental(db, root) == rebuilt(root), (op, i)
+
+
+# ------------------------------------------------------------------ robustness
+
+
+def test_a_corrupt_index_is_rebuilt_never_trusted(env: Env) -> None:
+    corpus(env.sessions, 5)
+    db = env.home / "index.sqlite"
+    assert invoke("index").exit_code == 0
+    db.write_bytes(b"this is not a database" * 100)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    result = invoke("search", "zz00002marker", "--all", "--json", "--role", "user")
+    assert result.exit_code == 0, result.output
+    assert "rebuilt" in result.stderr
+    assert len(result.stdout.splitlines()) == 1
+    conn = sqlite3.connect(db)  # the file is a good index again
+    assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 5
+
+
+def test_an_index_of_another_schema_is_rebuilt(env: Env) -> None:
+    corpus(env.sessions, 3)
+    db = env.home / "index.sqlite"
+    env.home.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE sessions(x)")
+    conn.execute("PRAGMA user_version = 99")
+    conn.commit()
+    conn.close()
+    result = invoke("usage", "--json")
+    assert result.exit_code == 0, result.output
+    assert "rebuilt" in result.stderr
+    assert json.loads(result.stdout)["totals"]["messages"] == 3 * 2 * 2
+
+
+def test_search_works_where_no_index_can_be_written(env: Env) -> None:
+    corpus(env.sessions, 3)
+    (env.home / "index.sqlite").mkdir(parents=True)  # a directory where the database should be
+    result = invoke("search", "zz00000marker", "--all", "--json", "--role", "user")
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == 1
+    assert "in memory" in result.stderr
+
+
+def _environ(env: Env) -> dict[str, str]:
+    return {**env.environ(), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+
+
+def test_a_killed_index_leaves_a_usable_database(env: Env) -> None:
+    made = corpus(env.sessions, 4000, cwds=tuple(f"/w/{i}" for i in range(40)))
+    db = env.home / "index.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "harnesskit", "index", "-q"], env=_environ(env),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_for(lambda: db.exists() and Path(f"{db}-wal").exists() or proc.poll() is not None, what="index started")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    result = invoke("search", "zz03999marker", "--all", "--json", "--role", "user")
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["path"] for line in result.stdout.splitlines()] == [str(made[3999].path)]
+    assert incremental(db, env.sessions) == rebuilt(env.sessions)
+
+
+def test_concurrent_updates_do_not_corrupt_the_index(env: Env) -> None:
+    corpus(env.sessions, 1500)
+    procs = [subprocess.Popen([sys.executable, "-m", "harnesskit", "index", "-q"], env=_environ(env),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+    db = env.home / "index.sqlite"
+    assert incremental(db, env.sessions) == rebuilt(env.sessions)
+
+
+def test_index_command_reports_what_it_did(env: Env) -> None:
+    made = corpus(env.sessions, 12)
+    first = invoke("index")
+    assert first.exit_code == 0, first.output
+    assert "12 session files (12 read, 0 read on, 0 unchanged" in first.stdout
+    made[0].append(turn(random.Random(0), 500, made[0].lines[-1]["id"], START_MS))
+    made[1].path.unlink()
+    second = invoke("index")
+    assert "11 session files (0 read, 1 read on, 10 unchanged, 1 dropped; 4 messages added)" in second.stdout
+    assert invoke("index", "--rebuild").stdout.count("11 read") == 1
+
+
+# ------------------------------------------------------------------ usage
+
+
+def _expected(rows: list[dict], key) -> dict:  # noqa: ANN001 - a function of a row
+    totals: dict = defaultdict(lambda: defaultdict(int))
+    for row in rows:
+        t = totals[key(row)]
+        for field in ("input", "output", "cacheRead", "cacheWrite", "totalTokens"):
+            t[field] += row[field]
+    return {k: dict(v) for k, v in totals.items()}
+
+
+def test_usage_totals_equal_the_sums_over_the_files(env: Env) -> None:
+    from catalog_corpus import assistant_usages
+
+    made = corpus(env.sessions, 80)
+    rows = assistant_usages(made)
+    keys = {
+        "daily": lambda r: datetime.fromtimestamp(r["time"] / 1000, tz=UTC).strftime("%Y-%m-%d"),
+        "monthly": lambda r: datetime.fromtimestamp(r["time"] / 1000, tz=UTC).strftime("%Y-%m"),
+        "model": lambda r: r["model"],
+        "project": lambda r: r["cwd"],
+        "session": lambda r: r["path"],
+    }
+    for kind, key in keys.items():
+        result = invoke("usage", kind, "--json")
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        got = {g["key"]: {f: g[f] for f in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")}
+               for g in data["groups"]}
+        assert got == _expected(rows, key), kind
+        assert data["totals"]["messages"] == len(rows)
+
+
+def test_usage_cost_is_the_entries_own_else_priced_else_unpriced(env: Env) -> None:
+    from catalog_corpus import assistant_usages
+
+    made = corpus(env.sessions, 40)
+    rows = assistant_usages(made)
+    data = json.loads(invoke("usage", "model", "--json").stdout)
+    by_model = {g["key"]: g for g in data["groups"]}
+    for model in ("claude-sonnet-4-5-20250929", "gpt-4o"):
+        price = pricing.PRICES[pricing.canonical(model)]
+        expected = sum(
+            r["cost"]["total"] if r["cost"]["total"] else
+            (r["input"] * price.input + r["output"] * price.output + r["cacheRead"] * price.cache_read
+             + r["cacheWrite"] * price.cache_write) / 1e6
+            for r in rows if r["model"] == model)
+        assert by_model[model]["cost"] == pytest.approx(expected, abs=1e-6)
+    unpriced = by_model["llama-unpriced"]
+    own = sum(r["cost"]["total"] for r in rows if r["model"] == "llama-unpriced")
+    assert unpriced["knownCost"] == pytest.approx(own, abs=1e-6)
+    assert unpriced["unpricedMessages"] == sum(1 for r in rows if r["model"] == "llama-unpriced"
+                                               and not r["cost"]["total"])
+    assert unpriced["cost"] is None and data["totals"]["cost"] is None  # never shown as free
+    table = invoke("usage", "model").stdout
+    assert "unpriced" in table
+    # a config override prices it
+    (env.home / "config.yaml").write_text("pricing:\n  llama-unpriced: {input: 1, output: 2}\n", encoding="utf-8")
+    again = {g["key"]: g for g in json.loads(invoke("usage", "model", "--json").stdout)["groups"]}
+    assert again["llama-unpriced"]["unpricedMessages"] == 0
+    assert again["llama-unpriced"]["cost"] == pytest.approx(abs=1e-6, expected=own + sum(
+        (r["input"] * 1 + r["output"] * 2) / 1e6 for r in rows
+        if r["model"] == "llama-unpriced" and not r["cost"]["total"]))
+    (env.home / "config.yaml").write_text("pricing:\n  llama-unpriced: {input: free}\n", encoding="utf-8")
+    assert_one_line_error(invoke("usage"))
+
+
+def test_usage_filters_and_breakdown(env: Env) -> None:
+    made = corpus(env.sessions, 30)
+    everything = json.loads(invoke("usage", "daily", "--json").stdout)
+    day = everything["groups"][0]["key"]
+    one = json.loads(invoke("usage", "daily", "--since", day, "--until", day, "--json").stdout)
+    assert [g["key"] for g in one["groups"]] == [day]
+    assert one["groups"][0] == everything["groups"][0]
+    weekly = json.loads(invoke("usage", "weekly", "--json", "--breakdown").stdout)
+    for group in weekly["groups"]:
+        assert datetime.strptime(group["key"], "%Y-%m-%d").weekday() == 0  # weeks start on Monday
+        assert sum(t["totalTokens"] for t in group["models"].values()) == group["totalTokens"]
+    assert sum(g["totalTokens"] for g in weekly["groups"]) == everything["totals"]["totalTokens"]
+    table = invoke("usage", "model", "--breakdown")
+    assert table.exit_code == 0 and table.stdout.splitlines()[-1].startswith("total")
+    assert json.loads(invoke("usage", "--harness", "claude", "--json").stdout)["groups"] == []
+    assert len(made) == 30
+
+
+def test_report_groups_by_utc_day() -> None:
+    row = catalog.UsageRow("p", "s", "/w", "pi", "e", START_MS - 1, "openai", "gpt-4o", 1, 2, 3, 4, 10, None)
+    groups, grand = report([row], "daily")
+    assert [g.key for g in groups] == [iso(START_MS - 1)[:10]] == ["2025-12-31"]
+    assert grand.cost == pytest.approx((1 * 2.5 + 2 * 10 + 3 * 1.25) / 1e6)
+
+
+def test_pricing_matches_names_exactly_after_provider_and_date() -> None:
+    assert pricing.price_of("anthropic/claude-sonnet-4-5-20250929") == pricing.PRICES["claude-sonnet-4-5"]
+    assert pricing.price_of("claude-opus-4-6") is None  # not claude-opus-4's price by prefix
+    assert pricing.price_of(None) is None
+    with pytest.raises(ValueError):
+        pricing.parse_overrides({"m": {"input": -1}})
