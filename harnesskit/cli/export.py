@@ -16,13 +16,17 @@ from .errors import Fail, warn
 
 
 @click.command("export")
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="FILE…")
 @click.option("--html", "as_html", is_flag=True, help="One self-contained HTML page (the whole tree).")
 @click.option("--md", "as_md", is_flag=True, help="Markdown of the current branch (or --leaf).")
+@click.option("--parquet", "dataset", metavar="DIR", type=click.Path(path_type=Path),
+              help="Add the sessions (files, or directories of them) to the Parquet dataset DIR.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write here (default: standard output).")
 @click.option("--leaf", "leaf_ref", metavar="ENTRY", help="With --md: the branch to ENTRY (id, prefix or label).")
-def export(file: Path, as_html: bool, as_md: bool, output: Path | None, leaf_ref: str | None) -> None:
-    """Write a session FILE as a page to look at and share, or as Markdown.
+def export(paths: tuple[Path, ...], as_html: bool, as_md: bool, dataset: Path | None, output: Path | None,
+           leaf_ref: str | None) -> None:
+    """Write a session FILE as a page to look at and share, or as Markdown; or many sessions as
+    Parquet tables (sessions, entries, messages, tool_calls, usage) for DuckDB or Spark.
 
     The HTML page works opened from disk and attached to a bug report: no network, no external
     script or font. It shows the whole tree (the current branch highlighted; click any entry to
@@ -30,14 +34,24 @@ def export(file: Path, as_html: bool, as_md: bool, output: Path | None, leaf_ref
     collapsible tool calls, results and thinking, summaries, labels, and token and cost totals
     per model. Everything from the file is shown as text: nothing in it can run.
 
+    Each --parquet export writes files of its own into DIR and never touches another's, so many
+    machines can export into one directory (or bucket) in parallel: `harnesskit query DIR "SQL"`.
+
     \b
     Examples:
       harnesskit export session.jsonl --html -o session.html
       harnesskit export session.jsonl --md > session.md
       harnesskit export session.jsonl --md --leaf checkpoint-1
+      harnesskit export ~/.harnesskit/sessions --parquet /data/sessions
     """
-    if as_html == as_md:
-        raise Fail("choose one of --html and --md")
+    if sum([as_html, as_md, dataset is not None]) != 1:
+        raise Fail("choose one of --html, --md and --parquet DIR")
+    if dataset is not None:
+        export_parquet(paths, dataset, output, leaf_ref)
+        return
+    if len(paths) != 1:
+        raise Fail("--html and --md take one session FILE")
+    file = paths[0]
     if leaf_ref is not None and as_html:
         raise Fail("--leaf goes with --md (the page holds every branch)")
     if output is not None and output.exists() and output.resolve() == file.resolve():
@@ -89,3 +103,38 @@ def _leaf(file: Path, ref: str | None) -> str | None:
     from harnesskit.session.loader import load_session
 
     return load_session(file).tree.resolve(ref)
+
+
+def session_paths(paths: tuple[Path, ...]) -> list[Path]:
+    """Files as given; directories walked for *.jsonl (sorted, so an export is reproducible)."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found += sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+        elif path.exists():
+            found.append(path)
+        else:
+            raise Fail(f"{path}: no such file or directory")
+    return found
+
+
+def export_parquet(paths: tuple[Path, ...], dataset: Path, output: Path | None, leaf_ref: str | None) -> None:
+    if output is not None or leaf_ref is not None:
+        raise Fail("--parquet writes into its DIR: -o and --leaf do not apply")
+    try:
+        from harnesskit.export import parquet
+    except ImportError:
+        raise Fail("--parquet needs pyarrow: pip install 'harnesskit[fleet]'") from None
+    files = session_paths(paths)
+
+    def report(d: Diagnostic) -> None:
+        warn(f"line {d.line}: {d.reason} (skipped)")
+
+    try:
+        stats = parquet.write_dataset(files, dataset, report)
+    except OSError as error:
+        raise Fail(f"{dataset}: {error.strerror or error}") from None
+    for reason in stats.skipped:
+        warn(f"{reason} (not exported)")
+    click.echo(f"exported {stats.sessions} sessions ({stats.entries} entries, {stats.messages} messages) "
+               f"to {dataset} as export {stats.export_id}")

@@ -1,0 +1,122 @@
+"""Sessions at fleet scale: `export --parquet`, `query` (DuckDB) and the Spark example job, each
+giving the usage report that `harnesskit usage` gives from the same session files."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from catalog_corpus import corpus
+from conftest import ALL_FIXTURES, assert_one_line_error, read_objects
+from writeside_helpers import Env, invoke, isolate
+
+pytest.importorskip("pyarrow", reason="pyarrow is absent (pip install 'harnesskit[fleet]')")
+pytest.importorskip("duckdb", reason="duckdb is absent (pip install 'harnesskit[fleet]')")
+
+ROOT = Path(__file__).resolve().parent.parent
+JOB = ROOT / "examples" / "spark_usage.py"
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+    return isolate(tmp_path, monkeypatch)
+
+
+def rows(dataset: Path, sql: str) -> list[dict]:
+    result = invoke("query", dataset, sql, "--json")
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_every_message_of_every_fixture_is_in_the_tables_once(env: Env, tmp_path: Path) -> None:
+    present = [p for p in ALL_FIXTURES if p.exists()]
+    dataset = tmp_path / "ds"
+    result = invoke("export", *present, "--parquet", dataset)
+    assert result.exit_code == 0, result.output
+    for path in present:
+        objects = read_objects(path)[1:]
+        got = rows(dataset, f"SELECT entry_id, role, text FROM messages WHERE file = '{path}' ORDER BY rowid")
+        expected = [o["message"] for o in objects if o.get("type") == "message"]
+        assert [r["role"] for r in got] == [m["role"] for m in expected], path.name
+        entries = rows(dataset, f"SELECT count(*) AS n, count(DISTINCT position) AS d FROM entries WHERE file = '{path}'")
+        assert entries == [{"n": len(objects), "d": len(objects)}]
+        if "v3" in str(path):  # v3 ids are the file's own
+            assert [r["entry_id"] for r in got] == [o["id"] for o in objects if o.get("type") == "message"]
+    calls = rows(dataset, "SELECT name, result_entry_id IS NOT NULL AS answered FROM tool_calls")
+    assert calls and any(c["answered"] for c in calls)
+    sessions = rows(dataset, "SELECT count(*) AS n FROM sessions")
+    assert sessions == [{"n": len(present)}]
+
+
+def test_parallel_exports_write_files_of_their_own(env: Env, tmp_path: Path) -> None:
+    made = corpus(env.sessions, 40)
+    dataset = tmp_path / "ds"
+    halves = [[str(m.path) for m in made[:20]], [str(m.path) for m in made[20:]]]
+    procs = [subprocess.Popen([sys.executable, "-m", "harnesskit", "export", *half, "--parquet", str(dataset)],
+                              env={**env.environ(), "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for half in halves]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    parts = sorted(p.name for p in (dataset / "usage").iterdir())
+    assert len(parts) == 2 and all(p.startswith("part-") for p in parts)
+    before = {p: p.read_bytes() for p in dataset.rglob("*.parquet")}
+    assert invoke("export", made[0].path, "--parquet", dataset).exit_code == 0  # a third: touches none of them
+    assert all(p.read_bytes() == data for p, data in before.items())
+    assert rows(dataset, "SELECT count(*) AS n FROM sessions") == [{"n": 41}]
+
+
+def _usage_from_files() -> list[dict]:
+    data = json.loads(invoke("usage", "daily", "--json").stdout)
+    return [{"day": g["key"], "input": g["input"], "output": g["output"], "cache_read": g["cacheRead"],
+             "cache_write": g["cacheWrite"], "total_tokens": g["totalTokens"], "known_cost": g["knownCost"],
+             "unpriced": g["unpricedMessages"], "messages": g["messages"]} for g in data["groups"]]
+
+
+def _duckdb_usage(dataset: Path) -> list[dict]:
+    from harnesskit.export.datasets import USAGE_DAILY_SQL
+
+    return rows(dataset, USAGE_DAILY_SQL)
+
+
+def test_duckdb_usage_equals_harnesskit_usage(env: Env, tmp_path: Path) -> None:
+    corpus(env.sessions, 60)
+    dataset = tmp_path / "ds"
+    assert invoke("export", env.sessions, "--parquet", dataset).exit_code == 0
+    expected = _usage_from_files()
+    got = _duckdb_usage(dataset)
+    assert [{**r, "known_cost": pytest.approx(r["known_cost"], abs=1e-6)} for r in got] == expected
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pyspark") is None or shutil.which("java") is None,
+                    reason="pyspark or Java is absent (pip install 'harnesskit[spark]'; Debian: default-jre-headless)")
+def test_the_spark_job_gives_the_same_report(env: Env, tmp_path: Path) -> None:
+    corpus(env.sessions, 30)
+    dataset = tmp_path / "ds"
+    assert invoke("export", env.sessions, "--parquet", dataset).exit_code == 0
+    out = subprocess.run([sys.executable, str(JOB), str(dataset)], capture_output=True, text=True, timeout=600,
+                         env={**env.environ(), "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    spark = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    duck = _duckdb_usage(dataset)
+    assert [{**r, "known_cost": pytest.approx(r["known_cost"], abs=1e-6)} for r in spark] == duck
+    assert duck == [{**r, "known_cost": pytest.approx(r["known_cost"], abs=1e-6)} for r in _usage_from_files()]
+
+
+def test_query_errors_are_one_line(env: Env, tmp_path: Path) -> None:
+    dataset = tmp_path / "ds"
+    corpus(env.sessions, 2)
+    assert invoke("export", env.sessions, "--parquet", dataset).exit_code == 0
+    assert_one_line_error(invoke("query", dataset, "SELEC nonsense"))
+    assert_one_line_error(invoke("query", dataset, "SELECT * FROM nosuchtable"))
+    assert_one_line_error(invoke("export", env.sessions, "--parquet", dataset, "-o", tmp_path / "x"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert rows(empty, "SELECT count(*) AS n FROM usage") == [{"n": 0}]  # an empty dataset is a dataset
+    table = invoke("query", dataset, "SELECT model, sum(total_tokens) AS tokens FROM usage GROUP BY 1 ORDER BY 1")
+    assert table.exit_code == 0 and "tokens" in table.stdout.splitlines()[0]
