@@ -30,7 +30,7 @@ from harnesskit.session.tree import EntryNotFound
 from harnesskit.session.writer import FSYNC_POLICIES, SessionLocked
 
 from . import render
-from .errors import Fail
+from .errors import Fail, warn
 
 HELP_TEXT = """commands:
   /help              this list
@@ -127,6 +127,7 @@ class Conversation:
 
     def __init__(self, live: LiveSession, model: Model, settings: Settings) -> None:
         self.live = live
+        live.on_move = report_moved
         self.model = model
         self.settings = settings
         self.context = live.context().messages
@@ -240,8 +241,10 @@ class Conversation:
             reopened = LiveSession.reopen(load_session(new_path), self.settings.fsync)
         except (SessionError, ForkError, OSError) as error:
             self.live = LiveSession.reopen(load_session(live.path), self.settings.fsync, leaf_id=live.leaf_id)
+            self.live.on_move = report_moved
             raise Fail(f"fork failed: {error}") from None
         self.live = reopened
+        reopened.on_move = report_moved
         self.context = reopened.context().messages
         if reopened.context().model != identity(self.model):  # e.g. a model_change still deferred
             reopened.defer("model_change", **identity(self.model))
@@ -308,6 +311,10 @@ def read_prompts(live: LiveSession) -> Iterator[str]:
             if not line:
                 return
             yield line.rstrip("\r\n")
+
+
+def report_moved(old: Path, new: Path) -> None:
+    warn(f"{old} was deleted or replaced during the chat; the whole session goes on in {new}")
 
 
 def report_saved(live: LiveSession) -> None:
