@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,12 +15,15 @@ from writeside_helpers import (
     V3_FILES,
     Env,
     Interactive,
+    assert_one_error,
     assert_strict_valid,
     copy_fixture,
+    invoke,
     isolate,
     read_lines,
     roles,
     session_files,
+    write_script,
 )
 
 from harnesskit.agent.models.demo import GREETING_REPLY
@@ -129,3 +136,79 @@ def test_continue_of_a_replaced_file_copies_it_whole(env: Env) -> None:
     for entry in read_lines(copy)[1:]:  # /tree drew every entry, the other branch included
         assert entry["id"] in out
     assert "error" not in "".join(chat.err).lower()
+
+
+# ---------------------------------------------------------------- 12: a session directory that cannot be written
+
+REPLY = "A reply that must never stream when it cannot be saved."
+
+
+def assert_refused_before_the_model(env: Env, result: object, directory: Path) -> None:
+    line = assert_one_error(result)  # type: ignore[arg-type]
+    assert str(directory) in line and "cannot create a session there" in line
+    assert REPLY not in result.stdout  # type: ignore[attr-defined]
+
+
+def test_a_file_where_the_session_directory_should_be(env: Env) -> None:
+    """Holds for root too: no permission bit is involved."""
+    script = write_script(env.cwd / "r.yaml", [REPLY])
+    blocker = env.tmp / "blocker"
+    blocker.write_text("a file, not a directory\n")
+    for directory in (blocker, blocker / "sessions"):
+        result = invoke("chat", "--model", f"script:{script}", "--session-dir", directory, "-p", "hello")
+        assert_refused_before_the_model(env, result, directory)
+    assert blocker.read_text() == "a file, not a directory\n"
+
+
+def test_a_read_only_directory(env: Env) -> None:
+    directory = env.tmp / "readonly"
+    directory.mkdir()
+    directory.chmod(0o555)
+    try:
+        if os.access(directory, os.W_OK):
+            pytest.skip("this user (root) writes through mode bits; see the read-only mount variant")
+        script = write_script(env.cwd / "r.yaml", [REPLY])
+        result = invoke("chat", "--model", f"script:{script}", "--session-dir", directory, "-p", "hello")
+        assert_refused_before_the_model(env, result, directory)
+        assert list(directory.iterdir()) == []
+    finally:
+        directory.chmod(0o755)
+
+
+def _can_mount_read_only(probe: Path) -> bool:
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        return False
+    probe.mkdir()
+    script = f"mount --bind {probe} {probe} && mount -o remount,bind,ro {probe} && ! touch {probe}/x"
+    try:
+        done = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0 and not (probe / "x").exists()
+
+
+def test_a_read_only_mount_stops_root_too(env: Env) -> None:
+    """A read-only bind mount in a private mount namespace: writes fail whoever runs the chat."""
+    if not _can_mount_read_only(env.tmp / "probe"):
+        pytest.skip("cannot make a read-only bind mount here (needs unshare -m and mount)")
+    directory = env.tmp / "rofs"
+    directory.mkdir()
+    script = write_script(env.cwd / "r.yaml", [REPLY])
+    command = " ".join(shlex.quote(part) for part in [
+        sys.executable, "-m", "harnesskit", "chat", "--model", f"script:{script}", "--session-dir", str(directory),
+        "-p", "hello"])
+    shell = f"mount --bind {directory} {directory} && mount -o remount,bind,ro {directory} && exec {command}"
+    result = subprocess.run(["unshare", "-m", "sh", "-c", shell], env=env.environ(), cwd=env.cwd,
+                            capture_output=True, text=True, timeout=60)
+    assert_refused_before_the_model(env, result, directory)
+    assert "Read-only file system" in result.stderr
+    assert list(directory.iterdir()) == []
+
+
+def test_the_check_leaves_nothing_behind(env: Env) -> None:
+    """Lazy creation stays: a writable directory is checked, but no file appears until a reply."""
+    directory = env.tmp / "fresh" / "sessions"
+    result = invoke("chat", "--session-dir", directory, input="/help\n")
+    assert result.exit_code == 0, result.stderr
+    assert "not created" in result.stdout
+    assert not directory.exists() or list(directory.iterdir()) == []  # no session file, no probe left

@@ -328,7 +328,11 @@ def report_saved(live: LiveSession) -> None:
 
 def start_new(settings: Settings, model: Model) -> LiveSession:
     directory = None if settings.options.no_session else settings.directory()
-    return LiveSession.new(directory, settings.cwd, settings.fsync, identity(model))
+    try:
+        return LiveSession.new(directory, settings.cwd, settings.fsync, identity(model))
+    except OSError as error:
+        raise Fail(f"{directory}: cannot create a session there: {error.strerror or error} "
+                   f"(choose another --session-dir, or --no-session)") from None
 
 
 @click.command("chat")

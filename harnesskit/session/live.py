@@ -16,7 +16,7 @@ from .format import iso_now, new_entry_id, session_header
 from .loader import Session
 from .store import session_filename
 from .tree import Context, Tree, build_context
-from .writer import SessionWriter
+from .writer import SessionWriter, check_creatable
 
 _PLAIN = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
@@ -67,6 +67,10 @@ class LiveSession:
     @classmethod
     def new(cls, directory: Path | None, cwd: str, fsync: str, model: dict, *,
             parent_session: str | None = None) -> LiveSession:
+        """A new session; the file itself is written at the first reply, but whether it can be is
+        checked now (OSError), before any model is asked: a reply must never stream into nowhere."""
+        if directory is not None:
+            check_creatable(directory)
         header = session_header(cwd, parent_session=parent_session)
         path = None if directory is None else directory / session_filename(header["timestamp"], header["id"])
         writer = None if path is None else SessionWriter(path, header=header, fsync=fsync)

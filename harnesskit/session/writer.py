@@ -54,6 +54,21 @@ def create_synced(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
+def check_creatable(directory: Path) -> None:
+    """Raise OSError unless a session file can be created in `directory` (made when missing).
+
+    A probe file is created and removed at once: the only check that holds for every cause (mode
+    bits, a read-only mount, ACLs, root's bypass of mode bits, a file where the directory should
+    be), where `os.access` answers for mode bits and read-only mounts only.
+    """
+    if directory.exists() and not directory.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(directory))
+    directory.mkdir(parents=True, exist_ok=True)
+    probe = directory / f".harnesskit-probe-{os.getpid()}-{os.urandom(4).hex()}"
+    os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    os.unlink(probe)
+
+
 def lock_holder(path: Path) -> int | None:
     """The pid holding a flock on `path`, read from /proc/locks (Linux); None when unknown."""
     try:
