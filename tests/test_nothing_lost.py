@@ -145,7 +145,7 @@ REPLY = "A reply that must never stream when it cannot be saved."
 
 def assert_refused_before_the_model(env: Env, result: object, directory: Path) -> None:
     line = assert_one_error(result)  # type: ignore[arg-type]
-    assert str(directory) in line and "cannot create a session there" in line
+    assert str(directory) in line and "cannot write the session there" in line
     assert REPLY not in result.stdout  # type: ignore[attr-defined]
 
 

@@ -331,7 +331,7 @@ def start_new(settings: Settings, model: Model) -> LiveSession:
     try:
         return LiveSession.new(directory, settings.cwd, settings.fsync, identity(model))
     except OSError as error:
-        raise Fail(f"{directory}: cannot create a session there: {error.strerror or error} "
+        raise Fail(f"{directory}: cannot write the session there: {error.strerror or error} "
                    f"(choose another --session-dir, or --no-session)") from None
 
 
