@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import TUTORIAL_FILES
 from writeside_helpers import (
     V3_FILES,
     Env,
@@ -212,3 +215,68 @@ def test_the_check_leaves_nothing_behind(env: Env) -> None:
     assert result.exit_code == 0, result.stderr
     assert "not created" in result.stdout
     assert not directory.exists() or list(directory.iterdir()) == []  # no session file, no probe left
+
+
+# ---------------------------------------------------------------- 11: migrate on a full disk
+
+
+class FullDisk:
+    """Regular files take only `room` more bytes, then every write fails with ENOSPC (part of the
+    write that crosses the line goes out, as on a real disk). Pipes and terminals are untouched."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, room: int) -> None:
+        self.room = room
+        self.real_write, self.real_sendfile = os.write, os.sendfile
+        monkeypatch.setattr(os, "write", self.write)
+        monkeypatch.setattr(os, "sendfile", self.sendfile)  # what shutil.copyfile uses on Linux
+
+    def _allow(self, fd: int, wanted: int) -> int:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return wanted
+        if self.room <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return min(wanted, self.room)
+
+    def write(self, fd: int, data: bytes) -> int:
+        allowed = self._allow(fd, len(data))
+        written = self.real_write(fd, bytes(memoryview(data)[:allowed]))
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            self.room -= written
+        return written
+
+    def sendfile(self, out_fd: int, in_fd: int, offset: int | None, count: int) -> int:
+        allowed = self._allow(out_fd, count)
+        sent = self.real_sendfile(out_fd, in_fd, offset, allowed)
+        self.room -= sent
+        return sent
+
+
+def migrated_size(path: Path) -> int:
+    from harnesskit.session.loader import load_session
+    from harnesskit.session.writer import encode
+
+    session = load_session(path)
+    return len(encode(session.header)) + sum(len(encode(e)) for e in session.entries)
+
+
+@pytest.mark.parametrize("where", ["backup", "new-file"])
+def test_migrate_on_a_full_disk_changes_nothing_and_a_retry_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   where: str) -> None:
+    path = tmp_path / "old.jsonl"
+    shutil.copyfile(TUTORIAL_FILES[0], path)
+    original = path.read_bytes()
+    room = migrated_size(path) + len(original) // 2 if where == "backup" else migrated_size(path) // 2
+    with monkeypatch.context() as patch:
+        FullDisk(patch, room)
+        failed = invoke("migrate", path)
+    line = assert_one_error(failed)
+    assert "No space left on device" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.jsonl"]  # no torn .bak, no temp file
+    assert path.read_bytes() == original
+
+    retried = invoke("migrate", path)
+    assert retried.exit_code == 0, retried.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.jsonl", "old.jsonl.bak"]
+    assert (tmp_path / "old.jsonl.bak").read_bytes() == original  # the backup is whole
+    assert read_lines(path)[0]["version"] == 3
+    assert_strict_valid(path)

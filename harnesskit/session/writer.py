@@ -44,14 +44,20 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def create_synced(path: Path, data: bytes) -> None:
-    """A new file (never an existing one) holding `data`, fsynced before this returns."""
+def create_synced(path: Path, data: bytes = b"", *, copy_of: int | None = None) -> None:
+    """A new file (never an existing one) holding `data`, or every byte of the descriptor
+    `copy_of`, fsynced before this returns. Complete or absent: a failure (a full disk) removes it."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
+        if copy_of is not None:
+            copy_fd(copy_of, fd)
         write_all(fd, data)
         os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        path.unlink(missing_ok=True)
+        raise
+    os.close(fd)
 
 
 def check_creatable(directory: Path) -> None:
@@ -156,7 +162,7 @@ class SessionWriter:
         directory.mkdir(parents=True, exist_ok=True)  # the whole directory may have gone
         new_fd, new_path = _create_fresh(directory, self.fresh_name())
         try:
-            _copy_fd(old_fd, new_fd)
+            copy_fd(old_fd, new_fd)
             if self.fsync != "never":
                 os.fsync(new_fd)
                 _fsync_dir(directory)
@@ -258,7 +264,7 @@ def _create_fresh(directory: Path, name: str) -> tuple[int, Path]:
     raise FileExistsError(errno.EEXIST, "no free file name", str(directory / name))
 
 
-def _copy_fd(source: int, target: int, block: int = 1 << 20) -> None:
+def copy_fd(source: int, target: int, block: int = 1 << 20) -> None:
     """Every byte of `source` (read by offset: it may be unlinked) appended to `target`."""
     offset = 0
     while data := os.pread(source, block, offset):
