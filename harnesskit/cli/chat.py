@@ -21,7 +21,7 @@ from harnesskit.agent.loop import drive, run_agent
 from harnesskit.agent.messages import text_of, user_message
 from harnesskit.agent.models import Model, ModelError, resolve_model
 from harnesskit.agent.tools import Tool, select_tools
-from harnesskit.config import ConfigError, load_config
+from harnesskit.config import ConfigError, limit, load_config
 from harnesskit.session import store
 from harnesskit.session.fork import ForkError, write_fork
 from harnesskit.session.live import LiveSession
@@ -81,6 +81,7 @@ class Settings:
     session_dir: str | None
     fsync: str
     tools: list[Tool]
+    limits: dict[str, float | int] = field(default_factory=dict)  # request_timeout, max_reply_bytes
     cwd: str = field(default_factory=os.getcwd)
 
     def directory(self) -> Path:
@@ -100,6 +101,10 @@ def settings_from(options: ChatOptions) -> Settings:
     fsync = options.fsync or config.get("fsync") or "turn"
     if fsync not in FSYNC_POLICIES:
         raise Fail(f"fsync must be one of {', '.join(FSYNC_POLICIES)}, not {fsync!r}")
+    try:
+        limits = {key: limit(key, config.get(key)) for key in ("request_timeout", "max_reply_bytes")}
+    except ConfigError as error:
+        raise Fail(str(error)) from None
     return Settings(
         options=options,
         model_spec=options.model or config.get("model") or "demo",
@@ -108,12 +113,13 @@ def settings_from(options: ChatOptions) -> Settings:
         session_dir=options.session_dir or config.get("session_dir"),
         fsync=fsync,
         tools=tools,
+        limits=limits,
     )
 
 
-def make_model(spec: str, base_url: str | None) -> Model:
+def make_model(spec: str, base_url: str | None, **limits: float | int) -> Model:
     try:
-        return resolve_model(spec, base_url=base_url)
+        return resolve_model(spec, base_url=base_url, **limits)  # type: ignore[arg-type]
     except (ValueError, ModelError) as error:
         raise Fail(str(error)) from None
 
@@ -206,7 +212,7 @@ class Conversation:
                 if not rest:
                     click.echo(f"model: {self.model.provider}/{self.model.model_id}")
                 else:
-                    self.switch_model(make_model(rest, self.settings.base_url))
+                    self.switch_model(make_model(rest, self.settings.base_url, **self.settings.limits))
             elif name == "branch":
                 if not rest:
                     raise Fail("usage: /branch ID")
@@ -354,7 +360,7 @@ def chat(**kwargs: object) -> None:
     """
     options = ChatOptions(**kwargs)  # type: ignore[arg-type]
     settings = settings_from(options)
-    model = make_model(settings.model_spec, settings.base_url)
+    model = make_model(settings.model_spec, settings.base_url, **settings.limits)
     live = start_new(settings, model)
     raise SystemExit(Conversation(live, model, settings).run(options.prompts))
 
