@@ -51,14 +51,19 @@ def moved_notices(chat: Interactive) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------- 10: the file goes away under a chat
 
 
+def greet_then_delete(chat: Interactive, env: Env) -> Path:
+    """One turn of a piped chat, then its session file deleted; the deleted path."""
+    chat.send("hello")
+    chat.expect(GREETING_REPLY)
+    (first,) = session_files(env.home)
+    first.unlink()
+    return first
+
+
 def test_deleted_then_replaced_file_loses_no_message(env: Env) -> None:
     chat = Interactive(env, "chat")
     try:
-        chat.send("hello")
-        chat.expect(GREETING_REPLY)
-        (first,) = session_files(env.home)
-        first.unlink()  # deleted between turns
-
+        first = greet_then_delete(chat, env)  # deleted between turns
         chat.send("what is 2+2")
         chat.expect("2+2 = 4.")
         (second,) = session_files(env.home)
@@ -91,10 +96,7 @@ def test_deleted_then_replaced_file_loses_no_message(env: Env) -> None:
 def test_deleted_after_the_last_reply_is_kept_at_exit(env: Env) -> None:
     chat = Interactive(env, "chat")
     try:
-        chat.send("hello")
-        chat.expect(GREETING_REPLY)
-        (first,) = session_files(env.home)
-        first.unlink()
+        first = greet_then_delete(chat, env)
         code = chat.close()
     finally:
         chat.kill()
