@@ -154,6 +154,7 @@ def test_an_endless_reply_is_cut_at_the_cap_in_bounded_memory(env: Env, server: 
     assistant = last_assistant(path)
     assert assistant["stopReason"] == "error" and "max_reply_bytes" in assistant["errorMessage"]
     assert 0 < len(assistant["content"][0]["text"]) <= cap
+    assert server.headers_seen[0]["accept-encoding"] == "identity"  # the cap counts uncompressed bytes
     assert_strict_valid(path)
     server_sent = sent[0] if sent else 0
     assert server_sent < 64 << 20, server_sent  # the connection was dropped, not drained

@@ -21,6 +21,7 @@ from writeside_helpers import (
     assert_one_error,
     assert_strict_valid,
     copy_fixture,
+    hk,
     invoke,
     isolate,
     read_lines,
@@ -68,6 +69,8 @@ def test_deleted_then_replaced_file_loses_no_message(env: Env) -> None:
         chat.expect("2+2 = 4.")
         (second,) = session_files(env.home)
         assert second != first and second.parent == first.parent
+        refused = hk(env, "continue", second, "-p", "me too")  # the copy is locked by the chat
+        assert refused.returncode == 2 and f"process {chat.pid}" in refused.stderr, refused.stderr
         replacement = b'{"someone":"else\'s data"}\n'
         temp = second.with_suffix(".tmp")
         temp.write_bytes(replacement)
@@ -107,7 +110,8 @@ def test_deleted_after_the_last_reply_is_kept_at_exit(env: Env) -> None:
     assert_strict_valid(Path(new))
 
 
-def test_continue_of_a_replaced_file_copies_it_whole(env: Env) -> None:
+@pytest.mark.parametrize("fate", ["deleted", "replaced"])
+def test_continue_of_a_lost_file_copies_it_whole(env: Env, fate: str) -> None:
     """A reopened file is read lazily: the copy keeps its bytes (and offsets), so /tree still reads
     the branch no context needed, and nothing of the old file is lost."""
     source = next(p for p in V3_FILES if p.name == "s10_branch_in_file.jsonl")
@@ -118,7 +122,8 @@ def test_continue_of_a_replaced_file_copies_it_whole(env: Env) -> None:
         chat.expect("Restored")
         replacement = b"not a session at all\n"
         path.unlink()
-        path.write_bytes(replacement)  # replaced before the first append
+        if fate == "replaced":
+            path.write_bytes(replacement)  # before the first append
         chat.send("hello")
         chat.expect(GREETING_REPLY)
         chat.send("/tree")
@@ -131,7 +136,7 @@ def test_continue_of_a_replaced_file_copies_it_whole(env: Env) -> None:
     assert old == str(path)
     copy = Path(new)
     assert copy.parent == path.parent
-    assert path.read_bytes() == replacement
+    assert path.read_bytes() == replacement if fate == "replaced" else not path.exists()
     data = copy.read_bytes()
     assert data.startswith(original)  # every line of the old file, byte for byte
     appended = read_lines(copy)[len(original.splitlines()):]

@@ -144,4 +144,6 @@ def guarded_client(deadline: float, max_bytes: int, *, read_timeout: float, conn
 
     # the deadline is the watchdog's; a read timeout only ends a long silence sooner
     timeout = httpx.Timeout(read_timeout, connect=min(connect_timeout, deadline))
-    return GuardedClient(timeout=timeout, limits=httpx.Limits(max_keepalive_connections=0))
+    # identity: the cap counts the bytes the reply really holds, never a compressed form of them
+    return GuardedClient(timeout=timeout, limits=httpx.Limits(max_keepalive_connections=0),
+                         headers={"Accept-Encoding": "identity"})
