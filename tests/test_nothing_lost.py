@@ -281,8 +281,10 @@ def test_migrate_on_a_full_disk_changes_nothing_and_a_retry_works(tmp_path: Path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.jsonl"]  # no torn .bak, no temp file
     assert path.read_bytes() == original
 
+    inode = path.stat().st_ino
     retried = invoke("migrate", path)
     assert retried.exit_code == 0, retried.stderr
+    assert path.stat().st_ino != inode  # the new file was renamed into place, not written over the old
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.jsonl", "old.jsonl.bak"]
     assert (tmp_path / "old.jsonl.bak").read_bytes() == original  # the backup is whole
     assert read_lines(path)[0]["version"] == 3
