@@ -21,7 +21,7 @@ from harnesskit.agent.loop import drive, run_agent
 from harnesskit.agent.messages import text_of, user_message
 from harnesskit.agent.models import Model, ModelError, resolve_model
 from harnesskit.agent.tools import Tool, select_tools
-from harnesskit.config import ConfigError, load_config
+from harnesskit.config import ConfigError, limit, load_config
 from harnesskit.session import store
 from harnesskit.session.fork import ForkError, write_fork
 from harnesskit.session.live import LiveSession
@@ -30,7 +30,7 @@ from harnesskit.session.tree import EntryNotFound
 from harnesskit.session.writer import FSYNC_POLICIES, SessionLocked
 
 from . import render
-from .errors import Fail
+from .errors import Fail, warn
 
 HELP_TEXT = """commands:
   /help              this list
@@ -81,6 +81,7 @@ class Settings:
     session_dir: str | None
     fsync: str
     tools: list[Tool]
+    limits: dict[str, float | int] = field(default_factory=dict)  # request_timeout, max_reply_bytes
     cwd: str = field(default_factory=os.getcwd)
 
     def directory(self) -> Path:
@@ -100,6 +101,10 @@ def settings_from(options: ChatOptions) -> Settings:
     fsync = options.fsync or config.get("fsync") or "turn"
     if fsync not in FSYNC_POLICIES:
         raise Fail(f"fsync must be one of {', '.join(FSYNC_POLICIES)}, not {fsync!r}")
+    try:
+        limits = {key: limit(key, config.get(key)) for key in ("request_timeout", "max_reply_bytes")}
+    except ConfigError as error:
+        raise Fail(str(error)) from None
     return Settings(
         options=options,
         model_spec=options.model or config.get("model") or "demo",
@@ -108,12 +113,13 @@ def settings_from(options: ChatOptions) -> Settings:
         session_dir=options.session_dir or config.get("session_dir"),
         fsync=fsync,
         tools=tools,
+        limits=limits,
     )
 
 
-def make_model(spec: str, base_url: str | None) -> Model:
+def make_model(spec: str, base_url: str | None, **limits: float | int) -> Model:
     try:
-        return resolve_model(spec, base_url=base_url)
+        return resolve_model(spec, base_url=base_url, **limits)  # type: ignore[arg-type]
     except (ValueError, ModelError) as error:
         raise Fail(str(error)) from None
 
@@ -127,6 +133,7 @@ class Conversation:
 
     def __init__(self, live: LiveSession, model: Model, settings: Settings) -> None:
         self.live = live
+        live.on_move = report_moved
         self.model = model
         self.settings = settings
         self.context = live.context().messages
@@ -205,7 +212,7 @@ class Conversation:
                 if not rest:
                     click.echo(f"model: {self.model.provider}/{self.model.model_id}")
                 else:
-                    self.switch_model(make_model(rest, self.settings.base_url))
+                    self.switch_model(make_model(rest, self.settings.base_url, **self.settings.limits))
             elif name == "branch":
                 if not rest:
                     raise Fail("usage: /branch ID")
@@ -240,8 +247,10 @@ class Conversation:
             reopened = LiveSession.reopen(load_session(new_path), self.settings.fsync)
         except (SessionError, ForkError, OSError) as error:
             self.live = LiveSession.reopen(load_session(live.path), self.settings.fsync, leaf_id=live.leaf_id)
+            self.live.on_move = report_moved
             raise Fail(f"fork failed: {error}") from None
         self.live = reopened
+        reopened.on_move = report_moved
         self.context = reopened.context().messages
         if reopened.context().model != identity(self.model):  # e.g. a model_change still deferred
             reopened.defer("model_change", **identity(self.model))
@@ -310,6 +319,10 @@ def read_prompts(live: LiveSession) -> Iterator[str]:
             yield line.rstrip("\r\n")
 
 
+def report_moved(old: Path, new: Path) -> None:
+    warn(f"{old} was deleted or replaced during the chat; the whole session goes on in {new}")
+
+
 def report_saved(live: LiveSession) -> None:
     if live.path is None or live.writer is None:
         click.echo("session: not saved (--no-session)")
@@ -321,7 +334,11 @@ def report_saved(live: LiveSession) -> None:
 
 def start_new(settings: Settings, model: Model) -> LiveSession:
     directory = None if settings.options.no_session else settings.directory()
-    return LiveSession.new(directory, settings.cwd, settings.fsync, identity(model))
+    try:
+        return LiveSession.new(directory, settings.cwd, settings.fsync, identity(model))
+    except OSError as error:
+        raise Fail(f"{directory}: cannot write the session there: {error.strerror or error} "
+                   f"(choose another --session-dir, or --no-session)") from None
 
 
 @click.command("chat")
@@ -343,7 +360,7 @@ def chat(**kwargs: object) -> None:
     """
     options = ChatOptions(**kwargs)  # type: ignore[arg-type]
     settings = settings_from(options)
-    model = make_model(settings.model_spec, settings.base_url)
+    model = make_model(settings.model_spec, settings.base_url, **settings.limits)
     live = start_new(settings, model)
     raise SystemExit(Conversation(live, model, settings).run(options.prompts))
 

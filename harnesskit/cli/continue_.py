@@ -56,7 +56,7 @@ def continue_(session: str | None, from_ref: str | None, **kwargs: object) -> No
         path = store.most_recent(settings.directory())
         if path is None:
             warn(f"no session found in {settings.directory()}; starting a new one")
-            model = make_model(settings.model_spec, settings.base_url)
+            model = make_model(settings.model_spec, settings.base_url, **settings.limits)
             live = start_new_session(settings, model)
             raise SystemExit(Conversation(live, model, settings).run(options.prompts))
     else:
@@ -70,7 +70,7 @@ def continue_(session: str | None, from_ref: str | None, **kwargs: object) -> No
         if not settings.model_given and restored is None and context.model:
             warn(f"the session's model {context.model.get('provider')}/{context.model.get('modelId')} is not one "
                  f"harnesskit runs; using {spec}")
-        model = make_model(spec, settings.base_url)
+        model = make_model(spec, settings.base_url, **settings.limits)
         if context.model != identity(model):
             live.defer("model_change", **identity(model))  # written only if this run appends anything
     except BaseException:

@@ -124,6 +124,11 @@ class LazyEntries(Sequence):
             raise LazyDecodeError(f"{where}: the entry differs from its index row")
         return value
 
+    def moved_to(self, path: Path) -> None:
+        """Read from now on from `path`, a byte-identical copy of the file (see SessionWriter)."""
+        self.close()
+        self.path = path
+
     def close(self) -> None:
         if self._fp is not None:
             self._fp.close()

@@ -55,6 +55,7 @@ def migrate_file(path: Path) -> Plan:
         raise MigrationRefused(f"{path}: {backup.name} already exists; move it away first (nothing was changed)")
     data = encode(session.header) + b"".join(encode(e) for e in session.entries)
     temp = path.with_name(f".{path.name}.migrating-{os.getpid()}")
+    backup_temp = path.with_name(f".{backup.name}.writing-{os.getpid()}")
     with open(path, "rb") as original:
         try:
             fcntl.flock(original.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -65,12 +66,15 @@ def migrate_file(path: Path) -> Plan:
             check = load_session(temp, exact=True)
             if check.entries != session.entries or check.header != session.header:
                 raise MigrationRefused(f"{path}: the migrated copy did not read back the same; nothing was changed")
-            shutil.copy2(path, backup)
-            _fsync_path(backup)
+            # FILE.bak is complete or absent (a full disk must not leave a torn one that blocks a retry)
+            create_synced(backup_temp, copy_of=original.fileno())
+            shutil.copystat(path, backup_temp)
+            os.rename(backup_temp, backup)
             os.replace(temp, path)
             _fsync_path(path.parent)
         finally:
             temp.unlink(missing_ok=True)
+            backup_temp.unlink(missing_ok=True)
     return result
 
 
