@@ -373,6 +373,9 @@ def open_live(path: Path, settings: Settings, leaf_ref: str | None) -> LiveSessi
     from .inspect import open_for_reading
 
     session = open_for_reading(str(path), load_for_continue)  # decodes only what the context needs
+    if session.dialect.foreign and not settings.options.no_session:
+        raise Fail(f"{path}: a {session.dialect} file is another harness's and is never appended to; run "
+                   f"`harnesskit import {path}` and continue the pi session it writes")
     if session.dialect.legacy and not settings.options.no_session:
         # Appending v3 entries to a legacy file would make a mixed file pi cannot read as one
         # (and v1 ids are re-derived from line order on every read, so appended ids would be lost).

@@ -66,9 +66,12 @@ def resolve_leaf(session: Session, ref: str | None) -> str | None:
               help="Any tabulate table format.")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per row (first: the header).")
 @click.option("--width", type=int, default=None, help="Cut summaries to this many columns (default: terminal).")
+@click.option("--from", "source", type=click.Choice(["pi", "claude", "codex"]), default=None,
+              help="Read FILE as this harness's format (default: told by the first lines).")
 def inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: bool, show_stats: bool, fmt: str,
-            as_json: bool, width: int | None) -> None:
-    """Show what is in a session FILE (any dialect: pi v1/v2/v3, tutorial v1).
+            as_json: bool, width: int | None, source: str | None) -> None:
+    """Show what is in a session FILE (pi v1/v2/v3, tutorial v1, a Claude Code transcript or a
+    Codex rollout, read into the same entries: see the README's sections per harness).
 
     \b
     Examples:
@@ -77,10 +80,11 @@ def inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: boo
       harnesskit inspect session.jsonl --leaf checkpoint-1 --context
       harnesskit inspect session.jsonl --stats --format github
       harnesskit inspect session.jsonl --json | jq -r .summary
+      harnesskit inspect ~/.claude/projects/-home-me-proj/<uuid>.jsonl --context
     """
     if sum([show_tree, show_context, show_stats]) > 1:
         raise Fail("choose one of --tree, --context, --stats")
-    session = open_for_reading(str(file))
+    session = open_for_reading(str(file), lambda path: load_session(path, fmt=source))
     tree = session.tree
     leaf = resolve_leaf(session, leaf_ref)
     cols = None if as_json else (width or render.terminal_width())

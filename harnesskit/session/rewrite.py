@@ -33,6 +33,9 @@ def plan(path: Path) -> tuple[Plan, Session]:
         session = load_session(path, exact=True)
     except SessionError as error:
         raise MigrationRefused(str(error)) from None
+    if session.dialect.foreign:
+        raise MigrationRefused(f"{path}: a {session.dialect} file belongs to another harness and is never rewritten; "
+                               f"`harnesskit import {path}` writes a pi session from it")
     needed = session.dialect.legacy
     if needed:
         unread = [d for d in session.diagnostics if d.severity == "error" and d.offset >= 0]

@@ -181,13 +181,16 @@ class ClaudeReader:
         yield from self._end()
 
     def _header(self, obj: dict) -> dict:
-        return {
+        header = {
             "type": "session", "version": 3,
             "id": obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else self.path.stem,
             "timestamp": obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else
             (self.first_timestamp or "1970-01-01T00:00:00.000Z"),
             "cwd": obj.get("cwd") if isinstance(obj.get("cwd"), str) else "",
         }
+        if isinstance(obj.get("agentId"), str):  # a subagent's transcript: its session id is its parent's
+            header["agentId"] = obj["agentId"]
+        return header
 
     def _end(self) -> Iterator[Diagnostic]:
         for call_id, (line, name, _sidechain) in self.open_calls.items():
