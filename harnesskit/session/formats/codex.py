@@ -113,6 +113,7 @@ class CodexReader:
         self.exit_codes: OrderedDict[str, int] = OrderedDict()
         self.open_calls: dict[str, tuple[int, str]] = {}
         self.user_items = 0  # user response items since the model last spoke (a user_message event mirrors them)
+        self.event_prompt: str | None = None  # a prompt made from a user_message event (an item may mirror it)
         self.conversation = False
         self.first_timestamp: str | None = None
         self.cwd: str | None = None
@@ -191,6 +192,7 @@ class CodexReader:
             self.last_assistant = message
             self.conversation = True
             self.user_items = 0
+            self.event_prompt = None
         return self.held.obj["message"]
 
     # -- one line ---------------------------------------------------------------------------------
@@ -234,6 +236,11 @@ class CodexReader:
                 self._assistant(item)
         elif kind == "message" and role == "user":
             self._close()
+            if self.event_prompt is not None and "\n".join(_texts(payload.get("content"))) == self.event_prompt:
+                self.event_prompt = None  # the prompt a user_message event already gave: a mirror
+                self._emit(Record(item.line, item.offset, self._entry(item, "custom", customType="codex/user",
+                                                                      data=payload)))
+                return
             self.conversation = True
             self.user_items += 1
             message = {"role": "user", "content": _user_blocks(payload.get("content")),
@@ -302,6 +309,7 @@ class CodexReader:
                        "timestamp": iso_to_ms(item.obj.get("timestamp")) or 0}
             self._emit(Record(item.line, item.offset, self._entry(item, "message", message=message)))
             self.user_items = 1
+            self.event_prompt = payload["message"]
             return
         self._custom(item, f"event_msg/{kind}", payload)
 
@@ -319,3 +327,4 @@ class CodexReader:
                 self._item(item, replaced)
         self._close()
         self.suffix = ""
+        self.user_items = 0  # the history was replaced: the next prompt is a new one
