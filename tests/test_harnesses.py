@@ -291,3 +291,50 @@ def test_import_own_files(env: Env) -> None:
     assert_one_line_error(invoke("import", env.cwd / "missing.jsonl"))
     assert "nothing to import" in assert_one_line_error(invoke("import", FIXTURES / "pi" / "v3" /
                                                                 "s02_continue_tool.jsonl"))
+
+
+# -- list --harness -----------------------------------------------------------------------------------
+
+def test_list_harness_finds_this_directorys_sessions_in_each_store(env: Env, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import re
+
+    claude_home, codex_home = tmp_path / "claude-config", tmp_path / "codex-home"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude_home))
+    monkeypatch.setenv("CODEX_HOME", str(codex_home))
+    project = claude_home / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(env.cwd))
+    project.mkdir(parents=True)
+    older = write_lines(project / "11111111-2222-4333-8444-555555555555.jsonl", raw(CLAUDE))
+    lines = raw(CLAUDE)
+    for o in lines:
+        if "sessionId" in o:
+            o["sessionId"] = "33333333-2222-4333-8444-555555555555"
+    newer = write_lines(project / "33333333-2222-4333-8444-555555555555.jsonl", lines[10:])
+    write_lines(project / "agent-a1b2c3d.jsonl", raw(CLAUDE)[13:15])  # a subagent: not a session
+    day = codex_home / "sessions" / "2026" / "03" / "02"
+    day.mkdir(parents=True)
+    mine = raw(CODEX)
+    mine[0]["payload"]["cwd"] = str(env.cwd)
+    rollout = write_lines(day / CODEX.name, mine)
+    write_lines(day / "rollout-2026-03-02T10-00-00-019d0000-1111-7222-8333-999999999999.jsonl", raw(CODEX))  # elsewhere
+    for n, path in enumerate((older, rollout, newer)):
+        os.utime(path, (1_700_000_000 + n * 60, 1_700_000_000 + n * 60))
+
+    claude = rows("list", "--harness", "claude", "--json")
+    assert [Path(r["path"]) for r in claude] == [newer, older]  # newest first
+    assert claude[1]["firstMessage"] == "Add a greeting to hello.py and show me the file"
+    assert claude[0]["firstMessage"] == "Thanks. Keep it short."
+    assert claude[1]["id"] == "11111111-2222-4333-8444-555555555555" and claude[1]["harness"] == "claude"
+    codex = rows("list", "--harness", "codex", "--json")
+    assert [Path(r["path"]) for r in codex] == [rollout]
+    assert codex[0]["firstMessage"] == "How many lines does notes.txt have?" and codex[0]["cwd"] == str(env.cwd)
+
+    imported = invoke("import", older)  # pi sessions of this directory (it and its subagent), newest of all
+    assert imported.exit_code == 0, imported.stderr
+    everything = rows("list", "--harness", "all", "--json")
+    assert [r["harness"] for r in everything] == ["pi", "pi", "claude", "codex", "claude"]
+    assert everything[0]["path"] == imported.stdout.splitlines()[0]
+    table = invoke("list", "--harness", "all", "-n", "2")
+    assert table.exit_code == 0 and len(table.stdout.splitlines()) == 4  # header, rule, two rows
+    assert invoke("list", "--harness", "claude", "--all").exit_code == 2
