@@ -338,3 +338,14 @@ def test_list_harness_finds_this_directorys_sessions_in_each_store(env: Env, tmp
     table = invoke("list", "--harness", "all", "-n", "2")
     assert table.exit_code == 0 and len(table.stdout.splitlines()) == 4  # header, rule, two rows
     assert invoke("list", "--harness", "claude", "--all").exit_code == 2
+
+
+def test_the_readers_are_core_modules() -> None:
+    """No Click, no network in the readers, their checks, their stores or the importer."""
+    from test_layering import modules_after
+
+    loaded = modules_after("import harnesskit.session.formats.claude, harnesskit.session.formats.codex, "
+                           "harnesskit.session.formats.validate, harnesskit.session.formats.stores, "
+                           "harnesskit.session.importer")
+    assert "click" not in loaded
+    assert not {m for m in loaded if m.split(".")[0] in ("openai", "httpx", "prompt_toolkit")}
