@@ -349,3 +349,33 @@ def test_the_readers_are_core_modules() -> None:
                            "harnesskit.session.importer")
     assert "click" not in loaded
     assert not {m for m in loaded if m.split(".")[0] in ("openai", "httpx", "prompt_toolkit")}
+
+
+def test_import_splits_sidechain_lines_of_a_transcript_into_subagent_sessions(env: Env) -> None:
+    """Older Claude Code wrote a subagent's lines into the main transcript, marked isSidechain."""
+    lines = raw(CLAUDE)[:15]  # up to the "Done" reply
+    side = [dict(o) for o in raw(CLAUDE)[13:15]]
+    for n, o in enumerate(side):
+        o.update(isSidechain=True, agentId="x1", uuid=o["uuid"].replace("00000000", "bbbbbbbb"),
+                 parentUuid=None if n == 0 else side[0]["uuid"].replace("00000000", "bbbbbbbb"))
+    source = write_lines(env.cwd / "s.jsonl", [*lines[:12], *side, *lines[12:]])
+    out = env.cwd / "out.jsonl"
+    result = invoke("import", source, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    main, agent = (Path(p) for p in result.stdout.splitlines())
+    assert agent == env.cwd / "out.agent-x1.jsonl"
+    main_context = rows("inspect", main, "--context", "--json")
+    agent_context = rows("inspect", agent, "--context", "--json")
+    assert [m["content"][0]["text"] for m in agent_context] == ["Thanks. Keep it short.", "Done: one line added."]
+    assert len(main_context) == 7 and main_context[-1]["content"][0]["text"] == "Done: one line added."
+    assert raw(agent)[0]["parentSession"] == str(main.resolve())
+    assert len(raw(main)) == len(raw(invoke_import_plain(env, lines)))  # nothing of the sidechain in the main
+    for path in (main, agent):
+        assert_strict_valid(path)
+
+
+def invoke_import_plain(env: Env, lines: list[dict]) -> Path:
+    source = write_lines(env.cwd / "plain-source.jsonl", lines)
+    out = env.cwd / "plain.jsonl"
+    assert invoke("import", source, "-o", out).exit_code == 0
+    return out

@@ -21,9 +21,10 @@ import orjson
 
 from . import store
 from .format import iso_from_ms
-from .loader import Session, SessionError, load_session
+from .formats import reader_for, sniff
+from .loader import Session, SessionError, load_foreign, load_session
 from .migrate import iso_to_ms
-from .tree import Tree, build_context
+from .tree import Tree
 from .writer import create_synced, encode
 
 NO_RESULT = "[no result recorded: the source transcript ends before this tool returned]"
@@ -91,10 +92,20 @@ def import_file(source: Path, out: Path | None = None, *, fmt: str | None = None
                 parent: Path | None = None, _subagent: bool = False) -> Imported:
     """Write the pi session of `source` (to `out`, or the session directory of its cwd); raises
     SessionError for a file that cannot be imported, or an `out` that exists."""
-    session = load_session(source, fmt=fmt)
-    if not session.dialect.foreign:
+    fmt = fmt or sniff(source)
+    if fmt == "pi":
+        session = load_session(source, fmt=fmt)
         raise SessionError(f"{source}: already a {session.dialect} session; nothing to import (fork copies one)")
-    header, entries, notes = convert(session, here or os.getcwd(), parent, subagent=_subagent)
+    reader = reader_for(fmt, source)
+    if fmt == "claude":
+        reader.sidechains = {}
+    session = load_foreign(source, fmt, reader)
+    sidechains = getattr(reader, "sidechains", None) or {}
+    if getattr(reader, "sidechain_only", False) or _subagent:
+        sidechains = {}
+    keep = [pos for pos, line in enumerate(session.lines) if line not in sidechains]
+    header, entries, notes = convert(session, here or os.getcwd(), parent, subagent=_subagent,
+                                     positions=keep if sidechains else None)
     if out is None:
         directory = store.session_dir(header["cwd"])
         directory.mkdir(parents=True, exist_ok=True)
@@ -113,25 +124,46 @@ def import_file(source: Path, out: Path | None = None, *, fmt: str | None = None
                                                     _subagent=True))
             except SessionError as error:
                 result.notes.append(f"subagent {sub.name} not imported: {error}")
+    if sidechains:  # sidechain lines inside the transcript (older Claude Code): a session per subagent
+        agents: dict[str, list[int]] = {}
+        for pos, line in enumerate(session.lines):
+            if line in sidechains:
+                agents.setdefault(sidechains[line], []).append(pos)
+        for agent, positions in agents.items():
+            target = out.parent / f"{out.stem}.agent-{agent}.jsonl"
+            try:
+                sub_header, sub_entries, sub_notes = convert(session, here or os.getcwd(), out.resolve(),
+                                                             subagent=True, positions=positions, agent=agent)
+            except SessionError as error:
+                result.notes.append(f"sidechain {agent} not imported: {error}")
+                continue
+            if target.exists():
+                raise SessionError(f"{target}: exists (imported before?); give another -o, or remove it")
+            create_synced(target, b"".join(encode(e) for e in [sub_header, *sub_entries]))
+            result.subagents.append(Imported(source, target, sub_header, len(sub_entries), sum(
+                1 for e in sub_entries if e["type"] == "message"), sub_notes))
     create_synced(out, b"".join(encode(e) for e in [header, *entries]))
     return result
 
 
 def convert(session: Session, here: str, parent: Path | None = None, *, subagent: bool = False,
-            ) -> tuple[dict, list[dict], list[str]]:
-    """The header and entries of the pi file, and notes on what was changed to make it open."""
+            positions: list[int] | None = None, agent: str = "") -> tuple[dict, list[dict], list[str]]:
+    """The header and entries of the pi file (of `positions` only, when given), and notes on what
+    was changed to make it open."""
+    chosen = range(len(session.entries)) if positions is None else positions
     notes: list[str] = []
     source_header = session.header
     source_id = str(source_header.get("id"))
     tree = session.tree
-    if not any(e.get("type") == "message" and (e.get("message") or {}).get("role") == "assistant"
-               for e in session.entries):
+    if not any(session.entries[pos].get("type") == "message"
+               and (session.entries[pos].get("message") or {}).get("role") == "assistant" for pos in chosen):
         raise SessionError(f"{session.path}: no assistant message, so no conversation to import (pi would write "
                            "the header twice into such a file)")
     session_id = source_id
     subagent = subagent or "agentId" in source_header  # a subagent carries its parent's session id
     if subagent or not _looks_like_uuid(source_id):
-        session_id = str(uuid.UUID(hashlib.sha256(f"{source_id}:{session.path.name}".encode()).hexdigest()[:32]))
+        seed = f"{source_id}:{session.path.name}:{agent}"
+        session_id = str(uuid.UUID(hashlib.sha256(seed.encode()).hexdigest()[:32]))
     cwd = source_header.get("cwd")
     if not isinstance(cwd, str) or not os.path.isdir(cwd):
         notes.append(f"the source's cwd {cwd!r} does not exist here; the session's cwd is {here}")
@@ -148,12 +180,15 @@ def convert(session: Session, here: str, parent: Path | None = None, *, subagent
                  "cwd": source_header.get("cwd"), "entries": len(session.entries)},
     }]
     orphans = 0
-    for pos, entry in enumerate(session.entries):
+    members = set(chosen)
+    for pos in chosen:
+        entry = session.entries[pos]
         old_id = tree.ids[pos] or f"#{pos}"
         old_parent = tree.parents[pos]
         new = dict(entry)
         new["id"] = ids(old_id) if tree.by_id.get(old_id, pos) == pos else ids(f"{old_id}#{pos}")
-        new["parentId"] = ids(old_parent) if old_parent in tree.by_id else root
+        new["parentId"] = ids(old_parent) if old_parent in tree.by_id and (
+            positions is None or tree.by_id[old_parent] in members) else root
         new["timestamp"] = _iso(entry.get("timestamp")) or timestamp
         if _orphan(tree, pos, entry):  # a model API refuses a tool result without its call: keep it aside
             new = {"type": "custom", "customType": "harnesskit/orphan-tool-result", "id": new["id"],
@@ -166,9 +201,10 @@ def convert(session: Session, here: str, parent: Path | None = None, *, subagent
     if orphans:
         notes.append(f"{orphans} tool result(s) whose call is not in the source kept as custom entries "
                      "(harnesskit/orphan-tool-result), out of the context")
-    entries += _close_calls(session, entries, ids)
-    if len(entries) > len(session.entries) + 1:
-        notes.append(f"{len(entries) - len(session.entries) - 1} tool call(s) the source left unanswered at its "
+    added = len(entries)
+    entries += _close_calls(entries, ids)
+    if len(entries) > added:
+        notes.append(f"{len(entries) - added} tool call(s) the source left unanswered at its "
                      "end got an error result")
     return header, entries, notes
 
@@ -192,17 +228,24 @@ def _orphan(tree: Tree, pos: int, entry: dict) -> bool:
     return True
 
 
-def _close_calls(session: Session, entries: list[dict], ids: _Ids) -> list[dict]:
-    """Error results for the tool calls of the leaf path's last assistant that have none after it."""
-    context = build_context(session.tree)
-    last = next((i for i in range(len(context.messages) - 1, -1, -1)
-                 if context.messages[i].get("role") == "assistant"), None)
+def _close_calls(entries: list[dict], ids: _Ids) -> list[dict]:
+    """Error results for the tool calls of the leaf path's last assistant that have none after it
+    (a model API refuses a call without its result, so the session could not go on)."""
+    by_id = {e["id"]: e for e in entries}
+    path: list[dict] = []
+    node: dict | None = entries[-1]
+    while node is not None and len(path) <= len(entries):
+        path.append(node)
+        node = by_id.get(node["parentId"]) if node["parentId"] is not None else None
+    path.reverse()
+    messages = [e["message"] for e in path if e["type"] == "message" and isinstance(e.get("message"), dict)]
+    last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "assistant"), None)
     if last is None:
         return []
-    content = context.messages[last].get("content")
+    content = messages[last].get("content")
     calls = [b for b in content if isinstance(b, dict) and b.get("type") == "toolCall"] if isinstance(
         content, list) else []
-    answered = {m.get("toolCallId") for m in context.messages[last + 1:] if m.get("role") == "toolResult"}
+    answered = {m.get("toolCallId") for m in messages[last + 1:] if m.get("role") == "toolResult"}
     added: list[dict] = []
     parent = entries[-1]["id"]
     stamp = entries[-1]["timestamp"]

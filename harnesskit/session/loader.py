@@ -135,16 +135,18 @@ def load_session(path: str | os.PathLike[str], *, exact: bool = False, fmt: str 
     return Session.assemble(p, header, dialect, tree, diagnostics, terminated, size)
 
 
-def load_foreign(p: Path, fmt: str) -> Session:
-    """Another harness's file through its reader: the same Session, tree and diagnostics as pi's."""
+def load_foreign(p: Path, fmt: str, reader=None) -> Session:  # noqa: ANN001 - a formats reader
+    """Another harness's file through its reader (`reader`, to read what it learnt after): the same
+    Session, tree and diagnostics as pi's."""
     from .formats import DIALECTS, reader_for
 
+    reader = reader or reader_for(fmt, p)
     with open_binary(p) as fp:
         diagnostics: list[Diagnostic] = []
         header: Record | None = None
         entries: list[dict] = []
         lines: list[int] = []
-        for item in reader_for(fmt, p).convert(read_records(iter_lines(fp))):
+        for item in reader.convert(read_records(iter_lines(fp))):
             if isinstance(item, Diagnostic):
                 if item.severity != "info":  # remarks only validate --strict shows
                     diagnostics.append(item)

@@ -137,11 +137,12 @@ class ClaudeReader:
         self.conversation = False
         self.logical: set[int] = set()  # lines whose parent is their logicalParentUuid (compaction boundaries)
         self.sidechain_only = True  # every message line is on a sidechain: a subagent's transcript
+        self.sidechains: dict[int, str] | None = None  # line -> agentId of sidechain lines, when asked for
         self.lines = 0
         self.header: dict | None = None
         self.cursor: str | None = None  # the last entry placed in the tree
         self.held: Record | None = None  # a response being merged, or a compaction awaiting its summary
-        self.held_mid: str | None = None
+        self.held_mid: tuple | None = None  # (message id, request id, on a sidechain) of the response held
         self.held_replay = False
         self.after: list[Record | Diagnostic] = []
         self.out: list[Record | Diagnostic] = []
@@ -259,6 +260,8 @@ class ClaudeReader:
         message = obj.get("message")
         if kind in ("user", "assistant") and obj.get("isSidechain") is not True:
             self.sidechain_only = False
+        if self.sidechains is not None and obj.get("isSidechain") is True:
+            self.sidechains[item.line] = str(obj.get("agentId") or "sidechain")
         if kind == "assistant" and isinstance(message, dict):
             self.conversation = True
             self._assistant(item, uuid or f"L{item.line}", message)
@@ -313,7 +316,8 @@ class ClaudeReader:
         mid = message.get("id") if isinstance(message.get("id"), str) else None
         blocks = assistant_blocks(message.get("content"))
         held = self.held.obj if self.held is not None else None
-        if held is not None and held.get("type") == "message" and mid is not None and mid == self.held_mid:
+        key = (mid, obj.get("requestId"), obj.get("isSidechain") is True)  # a replay has another request id
+        if held is not None and held.get("type") == "message" and mid is not None and key == self.held_mid:
             merged = held["message"]
             merged["content"].extend(blocks)
             self._finish(merged, message)
@@ -351,7 +355,7 @@ class ClaudeReader:
         while len(self.tails) > _TAILS:
             self.tails.popitem(last=False)
         self.cursor = uuid
-        self.held, self.held_mid = Record(item.line, item.offset, entry), mid
+        self.held, self.held_mid = Record(item.line, item.offset, entry), key
         self._register(blocks, item.line, side)
 
     def _finish(self, pi_message: dict, message: dict) -> None:
