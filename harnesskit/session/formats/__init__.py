@@ -8,12 +8,9 @@ checks stay one code path. `sniff` tells the formats apart from the first lines.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import orjson
-
-from ..reader import Diagnostic, Record
 
 FORMATS = ("pi", "claude", "codex")
 #: the dialect name each foreign format is shown as
@@ -60,12 +57,9 @@ def _kind(raw: bytes) -> str | None:
     return None
 
 
-def convert(fmt: str, records: Iterable[Record | Diagnostic], path: Path) -> Iterator[Record | Diagnostic]:
-    """The records of a foreign file as v3 records: the header first, then entries, with diagnostics."""
-    return reader_for(fmt, path).convert(records)
-
-
 def reader_for(fmt: str, path: Path):  # noqa: ANN201 - a ClaudeReader or CodexReader
+    """The reader of a foreign format; `.convert(records)` yields the v3 header first, then entries
+    and diagnostics (a diagnostic of severity "info" is a remark only `validate --strict` shows)."""
     if fmt == "claude":
         from .claude import ClaudeReader
 
@@ -76,9 +70,3 @@ def reader_for(fmt: str, path: Path):  # noqa: ANN201 - a ClaudeReader or CodexR
         return CodexReader(path)
     raise ValueError(f"no reader for format {fmt!r}")
 
-
-def hashed_id(*parts: object) -> str:
-    """A deterministic id for a source line that has none (the same on every read)."""
-    import hashlib
-
-    return hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()[:16]
