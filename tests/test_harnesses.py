@@ -379,3 +379,12 @@ def invoke_import_plain(env: Env, lines: list[dict]) -> Path:
     out = env.cwd / "plain.jsonl"
     assert invoke("import", source, "-o", out).exit_code == 0
     return out
+
+
+def test_names_from_a_file_reach_the_terminal_escaped(tmp_path: Path) -> None:
+    lines = raw(CLAUDE)[:7]
+    lines[5]["message"]["content"][0]["name"] = "Read\x1b[2J\x07"  # a tool name with terminal controls
+    path = write_lines(tmp_path / "s.jsonl", lines)
+    result = invoke("validate", path)
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "unanswered" not in result.stdout and "no tool_result" in result.stdout

@@ -195,7 +195,7 @@ class ClaudeReader:
 
     def _end(self) -> Iterator[Diagnostic]:
         for call_id, (line, name, _sidechain) in self.open_calls.items():
-            yield Diagnostic(line, -1, f"tool_use {call_id} ({name}) has no tool_result: the transcript ends while "
+            yield Diagnostic(line, -1, f"tool_use {call_id!r} ({name!r}) has no tool_result: the transcript ends while "
                              "the tool ran; a resume must supply one (harnesskit import adds an error result)",
                              "unanswered-tool-call", "warning")
         for target in list(self.summary_targets):
@@ -329,7 +329,7 @@ class ClaudeReader:
         for call_id, (line, name, sidechain) in list(self.open_calls.items()):
             if sidechain != side:
                 continue
-            self._emit(Diagnostic(line, -1, f"tool_use {call_id} ({name}) has no tool_result before the next "
+            self._emit(Diagnostic(line, -1, f"tool_use {call_id!r} ({name!r}) has no tool_result before the next "
                                   "response: the Messages API refuses a tool_use without a tool_result right after "
                                   "it, so a resume from here needs the harness to patch the history",
                                   "unanswered-tool-call"))

@@ -139,7 +139,7 @@ class CodexReader:
         yield from self.out
         self.out.clear()
         for call_id, (line, name) in self.open_calls.items():
-            yield Diagnostic(line, -1, f"function_call {call_id} ({name}) has no function_call_output: the rollout "
+            yield Diagnostic(line, -1, f"function_call {call_id!r} ({name!r}) has no function_call_output: the rollout "
                              "ends while the tool ran; a resume must supply one (harnesskit import adds an error "
                              "result)", "unanswered-tool-call", "warning")
 
@@ -180,7 +180,7 @@ class CodexReader:
     def _assistant(self, item: Record) -> dict:
         if self.held is None:
             for call_id, (line, name) in list(self.open_calls.items()):
-                self._emit(Diagnostic(line, -1, f"function_call {call_id} ({name}) has no function_call_output "
+                self._emit(Diagnostic(line, -1, f"function_call {call_id!r} ({name!r}) has no function_call_output "
                                       "before the next response: the Responses API refuses a call without its "
                                       "output, so a resume from here needs the harness to patch the history",
                                       "unanswered-tool-call"))

@@ -61,7 +61,7 @@ def _claude_references(state: _State, reader, path: Path, missing: dict[str, int
     for target, line in reader.summary_targets.items():
         if target not in found:  # one naming another transcript of the project is how Claude Code titles them
             problems.append(Problem(state.report.file, line, "$.leafUuid",
-                                    f"summary leafUuid {target} names no message here nor in the transcripts "
+                                    f"summary leafUuid {target!r} names no message here nor in the transcripts "
                                     "beside it (the transcript it titles is gone)", "warning", "dangling-summary"))
     state.report.problems = problems
 
@@ -71,12 +71,12 @@ def _parent_problem(problem: Problem, key: str, parent: str, found: dict[str, Pa
     path = f"$.{key}"
     if where is not None:
         return replace(problem, path=path, severity="warning", code="foreign-parent",
-                       message=f"{key} {parent} names a line of another transcript ({where.name}): this one "
+                       message=f"{key} {parent!r} names a line of another transcript ({where.name!r}): this one "
                        "goes on from it")
     if sidechain:
         return replace(problem, path=path, severity="warning",
-                       message=f"{key} {parent} names no line here nor in the transcripts beside it (a "
+                       message=f"{key} {parent!r} names no line here nor in the transcripts beside it (a "
                        "subagent's first lines hang off its parent transcript, which is not there)")
     return replace(problem, path=path,
-                   message=f"{key} {parent} names no line of this transcript: a resume walks parentUuid back "
+                   message=f"{key} {parent!r} names no line of this transcript: a resume walks parentUuid back "
                    "from the last message and stops here, so what came before is lost from the context")
