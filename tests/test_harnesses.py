@@ -388,3 +388,18 @@ def test_names_from_a_file_reach_the_terminal_escaped(tmp_path: Path) -> None:
     result = invoke("validate", path)
     assert "\x1b" not in result.stdout and "\x07" not in result.stdout
     assert "unanswered" not in result.stdout and "no tool_result" in result.stdout
+
+
+def test_codex_failed_command_and_aborted_turn(tmp_path: Path) -> None:
+    lines = raw(CODEX)[:16]
+    lines[13]["payload"]["exit_code"] = 2  # exec_command_end of call_wc
+    lines.append({"timestamp": "2026-03-02T09:00:02.000Z", "type": "response_item",
+                  "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text",
+                                                                                   "text": "Trying again"}]}})
+    lines.append({"timestamp": "2026-03-02T09:00:02.100Z", "type": "event_msg",
+                  "payload": {"type": "turn_aborted", "reason": "interrupted"}})
+    path = write_lines(tmp_path / "rollout-a.jsonl", lines)
+    context = rows("inspect", path, "--context", "--json")
+    assert [m["role"] for m in context] == ["user", "user", "assistant", "toolResult", "assistant"]
+    assert context[3]["isError"] is True
+    assert context[4]["stopReason"] == "aborted"
