@@ -24,7 +24,6 @@ from .format import iso_from_ms
 from .formats import reader_for, sniff
 from .loader import Session, SessionError, load_foreign, load_session
 from .migrate import iso_to_ms
-from .tree import Tree
 from .writer import create_synced, encode
 
 NO_RESULT = "[no result recorded: the source transcript ends before this tool returned]"
@@ -179,8 +178,10 @@ def convert(session: Session, here: str, parent: Path | None = None, *, subagent
         "data": {"source": str(session.path.resolve()), "format": str(session.dialect), "sessionId": source_id,
                  "cwd": source_header.get("cwd"), "entries": len(session.entries)},
     }]
-    orphans = 0
+    orphans = rerooted = 0
     members = set(chosen)
+    written = {root}
+    by_new: dict[str, dict] = {}
     for pos in chosen:
         entry = session.entries[pos]
         old_id = tree.ids[pos] or f"#{pos}"
@@ -189,15 +190,23 @@ def convert(session: Session, here: str, parent: Path | None = None, *, subagent
         new["id"] = ids(old_id) if tree.by_id.get(old_id, pos) == pos else ids(f"{old_id}#{pos}")
         new["parentId"] = ids(old_parent) if old_parent in tree.by_id and (
             positions is None or tree.by_id[old_parent] in members) else root
+        if new["parentId"] not in written:  # a parent written later (or a cycle): pi must never walk one
+            new["parentId"] = root
+            rerooted += 1
         new["timestamp"] = _iso(entry.get("timestamp")) or timestamp
-        if _orphan(tree, pos, entry):  # a model API refuses a tool result without its call: keep it aside
-            new = {"type": "custom", "customType": "harnesskit/orphan-tool-result", "id": new["id"],
-                   "parentId": new["parentId"], "timestamp": new["timestamp"], "data": entry["message"]}
-            orphans += 1
         if new["type"] == "compaction" and isinstance(new.get("firstKeptEntryId"), str):
             new["firstKeptEntryId"] = ids(new["firstKeptEntryId"]) if new["firstKeptEntryId"] in tree.by_id else (
                 new["id"])
+        if _orphan(by_new, new):  # a model API refuses a tool result without its call: keep it aside
+            new = {"type": "custom", "customType": "harnesskit/orphan-tool-result", "id": new["id"],
+                   "parentId": new["parentId"], "timestamp": new["timestamp"], "data": entry["message"]}
+            orphans += 1
         entries.append(new)
+        written.add(new["id"])
+        by_new[new["id"]] = new
+    if rerooted:
+        notes.append(f"{rerooted} entr(y/ies) whose parent comes later in the source (or closes a cycle) now hang "
+                     "off the import entry")
     if orphans:
         notes.append(f"{orphans} tool result(s) whose call is not in the source kept as custom entries "
                      "(harnesskit/orphan-tool-result), out of the context")
@@ -209,22 +218,20 @@ def convert(session: Session, here: str, parent: Path | None = None, *, subagent
     return header, entries, notes
 
 
-def _orphan(tree: Tree, pos: int, entry: dict) -> bool:
-    """A toolResult with no toolCall of its id among its ancestors."""
+def _orphan(by_id: dict[str, dict], entry: dict) -> bool:
+    """A toolResult with no toolCall of its id among the ancestors it has in the new file."""
     message = entry.get("message")
     if entry.get("type") != "message" or not isinstance(message, dict) or message.get("role") != "toolResult":
         return False
     call_id = message.get("toolCallId")
-    seen: set[int] = set()
-    node = tree.parent_pos(pos)
-    while node is not None and node not in seen:
-        seen.add(node)
-        above = tree.entries[node].get("message")
+    node = by_id.get(entry["parentId"])
+    while node is not None:  # parents are always written first: no cycle to guard against
+        above = node.get("message")
         if isinstance(above, dict) and above.get("role") == "assistant" and isinstance(above.get("content"), list):
             if any(isinstance(b, dict) and b.get("type") == "toolCall" and b.get("id") == call_id
                    for b in above["content"]):
                 return False
-        node = tree.parent_pos(node)
+        node = by_id.get(node["parentId"])
     return True
 
 

@@ -48,6 +48,8 @@ def _kind(raw: bytes) -> str | None:
     if not isinstance(obj, dict):
         return None
     kind = obj.get("type")
+    if not isinstance(kind, str):
+        return None
     if kind in ("session", "header"):
         return "pi"
     if kind in _CODEX_TYPES and isinstance(obj.get("payload"), dict):

@@ -44,7 +44,7 @@ def usage_of(raw: object) -> dict:
 
     def number(key: str) -> int:
         value = raw.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
     usage["input"] = number("input_tokens")
     usage["output"] = number("output_tokens")
@@ -304,7 +304,8 @@ class ClaudeReader:
         tokens = meta.get("preTokens")
         entry = {"type": "compaction", "id": entry_id, "parentId": parent, "timestamp": self._timestamp(obj),
                  "summary": "", "firstKeptEntryId": entry_id,  # Claude keeps no tail: nothing before it is kept
-                 "tokensBefore": tokens if isinstance(tokens, int | float) and tokens >= 0 else 0,
+                 "tokensBefore": tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0
+                 else 0,
                  "details": {"source": obj}}
         if chain is not None:
             self.tails[chain] = entry_id
@@ -364,9 +365,8 @@ class ClaudeReader:
         if not self.held_replay:
             pi_message["usage"] = usage_of(message.get("usage"))
         stop = message.get("stop_reason")
-        calls = _calls(pi_message["content"])
-        pi_message["stopReason"] = STOP_REASONS.get(stop, "toolUse" if calls else "stop") if stop else (
-            "toolUse" if calls else "stop")
+        fallback = "toolUse" if _calls(pi_message["content"]) else "stop"
+        pi_message["stopReason"] = STOP_REASONS.get(stop, fallback) if isinstance(stop, str) else fallback
 
     def _register(self, blocks: list[dict], line: int, sidechain: bool) -> None:
         for block in blocks:

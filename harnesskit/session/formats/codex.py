@@ -37,7 +37,7 @@ def usage_of(last: object) -> dict:
 
     def number(key: str) -> int:
         value = last.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
     cached = number("cached_input_tokens")
     usage["input"] = max(number("input_tokens") - cached, 0)
@@ -227,8 +227,8 @@ class CodexReader:
             self._custom(item, kind, obj)
 
     def _item(self, item: Record, payload: dict) -> None:
-        kind = payload.get("type")
-        role = payload.get("role")
+        kind = payload.get("type") if isinstance(payload.get("type"), str) else str(payload.get("type"))
+        role = payload.get("role") if isinstance(payload.get("role"), str) else None
         if kind == "message" and role == "assistant":
             for text in _texts(payload.get("content")):
                 self._assistant(item)["content"].append({"type": "text", "text": text})
@@ -283,15 +283,15 @@ class CodexReader:
                                                                   data=payload)))
 
     def _event(self, item: Record, payload: dict) -> None:
-        kind = payload.get("type")
+        kind = payload.get("type") if isinstance(payload.get("type"), str) else str(payload.get("type"))
         if kind == "token_count":
             info = payload.get("info")
             if isinstance(info, dict):
                 total = info.get("total_token_usage")
                 if total != self.last_total:
                     self.last_total = total
-                    if isinstance(total, dict) and isinstance(total.get("total_tokens"), int):
-                        self.total_tokens = total["total_tokens"]
+                    if isinstance(total, dict) and usage_of(total)["totalTokens"]:
+                        self.total_tokens = usage_of(total)["totalTokens"]
                     target = self.held.obj["message"] if self.held is not None else self.last_assistant
                     if target is not None and target["usage"]["totalTokens"] == 0:
                         target["usage"] = usage_of(info.get("last_token_usage"))
