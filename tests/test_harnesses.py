@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, assert_one_line_error, write_lines
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from writeside_helpers import Env, assert_pi_shape, assert_strict_valid, invoke, isolate
 
 CLAUDE = FIXTURES / "claude-code" / "streamed-tools-compaction.jsonl"
@@ -403,3 +405,50 @@ def test_codex_failed_command_and_aborted_turn(tmp_path: Path) -> None:
     assert [m["role"] for m in context] == ["user", "user", "assistant", "toolResult", "assistant"]
     assert context[3]["isError"] is True
     assert context[4]["stopReason"] == "aborted"
+
+
+# -- hostile input ------------------------------------------------------------------------------------
+
+_ODD = [None, 1, -5, True, "x", [], {}, [1, "a", None], {"type": 1}, [{"type": "tool_use"}],
+        [{"type": "tool_result", "content": 5}], "00000000-0000-4000-8000-000000000012"]
+
+
+def _fields(o: object) -> list[tuple[dict | list, object]]:
+    """Every (container, key) below `o`, in walk order."""
+    out: list[tuple[dict | list, object]] = []
+    items = o.items() if isinstance(o, dict) else enumerate(o) if isinstance(o, list) else ()
+    for key, value in items:
+        out.append((o, key))  # type: ignore[arg-type]
+        out += _fields(value)
+    return out
+
+
+def _mutated(lines: list[dict], choices: list[tuple[int, int, int]]) -> list[dict]:
+    """Replace the k-th field (in walk order) of line n with an odd value."""
+    lines = json.loads(json.dumps(lines))
+    for n, k, v in choices:
+        fields = _fields(lines[n % len(lines)])
+        if fields:
+            holder, key = fields[k % len(fields)]
+            holder[key] = json.loads(json.dumps(_ODD[v % len(_ODD)]))  # type: ignore[index]
+    return lines
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(source=st.sampled_from([CLAUDE, CODEX]),
+       choices=st.lists(st.tuples(st.integers(0, 40), st.integers(0, 400), st.integers(0, 20)), min_size=1,
+                        max_size=6))
+def test_odd_values_never_crash_and_import_stays_openable(tmp_path: Path, source: Path,
+                                                          choices: list[tuple[int, int, int]]) -> None:
+    path = write_lines(tmp_path / "odd.jsonl", _mutated(raw(source), choices))
+    for mode in ([], ["--tree"], ["--context"], ["--stats"], ["--json"]):
+        result = invoke("inspect", path, *mode)
+        assert result.exit_code in (0, 2) and "internal error" not in result.stderr, (mode, result.stderr)
+    result = invoke("validate", path)
+    assert result.exit_code in (0, 1) and "internal error" not in result.stderr, result.stderr
+    out = tmp_path / "odd.pi.jsonl"
+    out.unlink(missing_ok=True)
+    result = invoke("import", path, "-o", out)
+    assert result.exit_code in (0, 2) and "internal error" not in result.stderr, result.stderr
+    if result.exit_code == 0:
+        assert invoke("validate", "--strict", out).exit_code == 0, invoke("validate", out).stdout
