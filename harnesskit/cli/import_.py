@@ -15,7 +15,8 @@ from .errors import Fail, warn
 @click.command("import")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write here (default: the session directory of the source's cwd, so `continue` finds it).")
+              help="Write here (default: the session directory of the session's cwd, the source's when it "
+                   "exists here, else this one; so `continue` there finds it).")
 @click.option("--from", "source", type=click.Choice(["claude", "codex"]), default=None,
               help="The source's format (default: told by its first lines).")
 def import_(file: Path, out: Path | None, source: str | None) -> None:
