@@ -11,9 +11,20 @@ from harnesskit.session import store
 from harnesskit.session.live import LiveSession, model_spec
 
 from . import render
-from .chat import ChatOptions, Conversation, Settings, chat_options, identity, make_model, open_live, settings_from
+from .chat import (
+    ChatOptions,
+    Conversation,
+    Settings,
+    chat_options,
+    identity,
+    make_model,
+    open_live,
+    settings_from,
+    warn_elsewhere,
+)
 from .chat import start_new as start_new_session
 from .errors import Fail, warn
+from .screen import echo
 
 
 def find_session(ref: str, settings: Settings) -> Path:
@@ -76,6 +87,7 @@ def continue_(session: str | None, from_ref: str | None, **kwargs: object) -> No
     except BaseException:
         live.close()
         raise
+    warn_elsewhere(live, settings)
     announce(live)
     raise SystemExit(Conversation(live, model, settings).run(options.prompts))
 
@@ -83,6 +95,6 @@ def continue_(session: str | None, from_ref: str | None, **kwargs: object) -> No
 def announce(live: LiveSession) -> None:
     messages = live.context().messages
     roles = " → ".join(str(m.get("role")) for m in messages)
-    click.echo(f"Restored {len(messages)} messages: {roles}" if messages else "Restored 0 messages")
+    echo(f"Restored {len(messages)} messages: {roles}" if messages else "Restored 0 messages")
     if messages:
-        click.echo(f"Last message: {render.cut(render.one_line(text_of(messages[-1])), 200)}")
+        echo(f"Last message: {render.cut(render.one_line(text_of(messages[-1])), 200)}")

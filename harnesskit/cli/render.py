@@ -113,9 +113,18 @@ def terminal_width() -> int:
 
 def tabulate(rows: Iterable[Iterable[object]], headers: list[str], tablefmt: str = "simple", **options: object) -> str:
     """tabulate, with every text cell made `visible` first: escapes widen a cell, so they must be in
-    place before columns are measured (numbers stay numbers, for alignment)."""
-    shown = [[visible(c) if isinstance(c, str) else c for c in row] for row in rows]
+    place before columns are measured. Numbers stay numbers, for alignment, except integers beyond
+    any float, which tabulate cannot measure."""
+    shown = [[_cell(c) for c in row] for row in rows]
     return _tabulate(shown, headers=headers, tablefmt=tablefmt, **options)
+
+
+def _cell(value: object) -> object:
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, int) and value.bit_length() > 1000:
+        return str(value)
+    return value
 
 
 def table(rows: list[list[object]], headers: list[str], fmt: str, width: int | None, cut_col: int) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +16,27 @@ def home_dir() -> Path:
     return Path(os.environ.get("HARNESSKIT_HOME") or Path.home() / ".harnesskit").expanduser()
 
 
+NAME_MAX = 255  # bytes in one directory name (Linux, macOS)
+
+
 def encode_cwd(cwd: str) -> str:
-    """pi's directory name for a cwd: leading separator dropped, / \\ : turned into -, wrapped in --."""
+    """pi's directory name for a cwd: leading separator dropped, / \\ : turned into -, wrapped in --.
+
+    A deep cwd can make that longer than a directory name may be (pi then fails to create it):
+    such a name keeps its first bytes and ends in a hash of the whole cwd, so it stays valid,
+    distinct and the same on every run. Names that fit are exactly pi's."""
     trimmed = cwd.lstrip("/\\")
     for ch in "/\\:":
         trimmed = trimmed.replace(ch, "-")
-    return f"--{trimmed}--"
+    name = f"--{trimmed}--"
+    if len(os.fsencode(name)) <= NAME_MAX:
+        return name
+    tail = f"-{hashlib.sha256(os.fsencode(cwd)).hexdigest()[:16]}--"
+    room = NAME_MAX - len(tail)
+    keep = name[:room]  # whole characters, then fewer until the bytes fit
+    while len(os.fsencode(keep)) > room:
+        keep = keep[:-1]
+    return keep + tail
 
 
 def sessions_root() -> Path:
