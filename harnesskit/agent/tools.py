@@ -228,11 +228,12 @@ def open_inside(cwd: Path, raw: Any, *, directory: bool, default: str | None = N
         fd = os.open(target, _OPEN_FLAGS | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
     except FileNotFoundError:
         raise ToolError(f"{shown}: no such {'directory' if directory else 'file'}") from None
-    except NotADirectoryError:
-        raise ToolError(f"{shown}: not a directory (use read)") from None
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        # O_NOFOLLOW met a symlink: ELOOP, or ENOTDIR when a directory was asked for (Linux)
+        if exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and os.path.islink(target)):
             raise ToolError(f"{shown}: changed while being opened (now a symlink), not shown") from None
+        if exc.errno == errno.ENOTDIR:  # the path itself (ls) or a component of it (read) is a file
+            raise ToolError(f"{shown}: not a directory (use read)" if directory else f"{shown}: no such file") from None
         raise ToolError(f"{shown}: cannot open: {exc.strerror or exc}") from None
     try:
         opened = os.fstat(fd)
