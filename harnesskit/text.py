@@ -44,3 +44,18 @@ def escape_json(dumped: str) -> str:
     an escape denotes the same character: the value is unchanged, the text is safe to print and,
     for lone surrogates, encodable at all (as JSON.stringify writes them)."""
     return _JSON_RAW.sub(_json_escape, dumped)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(value: object) -> object:
+    """A JSON-like value with every lone surrogate replaced by U+FFFD: what a UTF-8 request body can
+    carry (a session may hold one, valid JSON; a server cannot be sent it)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [well_formed(v) for v in value]
+    if isinstance(value, dict):
+        return {k: well_formed(v) for k, v in value.items()}
+    return value

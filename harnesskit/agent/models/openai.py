@@ -18,6 +18,7 @@ import openai
 from harnesskit.agent.messages import text_of, to_llm_messages, tool_calls_of
 from harnesskit.agent.models import Chunk, DoneChunk, ModelError, TextChunk, ThinkingChunk, ToolCallChunk
 from harnesskit.agent.tools import Tool
+from harnesskit.text import well_formed
 
 DEFAULT_TIMEOUT = 120.0
 _FINISH = {"stop": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
@@ -93,7 +94,7 @@ def to_chat_messages(context: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 open_calls.update({str(c.get("id")): str(c.get("name")) for c in calls})
             out.append(entry)
     close_open_calls()
-    return out
+    return well_formed(out)  # type: ignore[return-value]
 
 
 def to_chat_tools(tools: list[Tool]) -> list[dict[str, Any]]:
