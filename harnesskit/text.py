@@ -7,8 +7,8 @@ out, so ``"\\x1b]0;pwned\\x07"`` shows as the text ``\\x1b]0;pwned\\x07``. JSON 
 `escape_json` rewrites such characters inside an already-serialised JSON text as ``\\uXXXX``
 escapes, which decode to the very same string.
 
-Both are pure and cost one regex scan when there is nothing to replace (inspect prints millions of
-rows through them).
+Both are pure and cheap when there is nothing to replace (inspect prints millions of rows through
+them): a C-level test first, the regex only for text that may need it.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _json_escape(match: re.Match[str]) -> str:
 def visible(text: str) -> str:
     """`text` with every control character but newline and tab (and every lone surrogate) written
     as its escape (``\\x1b``, ``\\x9b``, ``\\x7f``, ``\\ud800``); unchanged when there is none."""
-    return _UNSAFE.sub(_spelled, text)
+    return text if text.isprintable() else _UNSAFE.sub(_spelled, text)  # a C loop first: most text is
 
 
 def escape_json(dumped: str) -> str:

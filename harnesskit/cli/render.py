@@ -183,8 +183,10 @@ def json_line(obj: object) -> str:
     """One exact JSON line that is also safe on a terminal (see `escape_json`). The stdlib writes
     what orjson refuses: integers beyond 64 bits, lone surrogates."""
     try:
-        return escape_json(orjson.dumps(obj).decode())
+        data = orjson.dumps(obj)
     except TypeError:
         import json
 
         return escape_json(json.dumps(obj, ensure_ascii=False))
+    # DEL is 7f and C1 is c2 80..9f in UTF-8 (orjson writes no surrogate): a byte search skips the rest
+    return escape_json(data.decode()) if b"\x7f" in data or b"\xc2" in data else data.decode()
