@@ -221,3 +221,24 @@ def test_a_session_with_a_lone_surrogate_can_be_continued(env: Env) -> None:
     assert invoke("validate", path).exit_code == 0
     again = invoke("continue", path, "-p", "once more")  # and reopened again
     assert again.exit_code == 0, again.stderr
+
+
+def test_a_session_whose_header_holds_a_lone_surrogate_is_listed_and_found(env: Env) -> None:
+    src = next(p for p in V3_FILES if p.name == "s12_meta_entries.jsonl").read_text(encoding="utf-8")
+    src = src.replace('"cwd":"/home/dev/proj"', '"cwd":"/home/dev/pr\\ud800oj"', 1)
+    src = src.replace('"name":"Peer demo session"', '"name":"Peer \\udfff session"', 1)
+    directory = env.sessions / encode_cwd(os.getcwd())
+    directory.mkdir(parents=True)
+    path = directory / "2026-12-01T08-53-34-001Z_01a230cf-2eb1-72c4-b2ff-010f77fef347.jsonl"
+    path.write_text(src, encoding="utf-8")
+    result = invoke("list")
+    assert result.exit_code == 0, result.stderr
+    assert_clean(result)
+    assert r"Peer \udfff session" in result.stdout
+    row = json.loads(invoke("list", "--json").stdout)
+    assert (row["cwd"], row["name"]) == ("/home/dev/pr\ud800oj", "Peer \udfff session")
+    result = invoke("continue", "-p", "hello")  # the most recent session here: this one
+    assert result.exit_code == 0, result.stderr
+    assert_clean(result)
+    assert result.stdout.startswith("Restored ")
+    assert read_lines(path)[-1]["message"]["role"] == "assistant"
