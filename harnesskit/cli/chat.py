@@ -30,7 +30,7 @@ from harnesskit.session.tree import EntryNotFound
 from harnesskit.session.writer import FSYNC_POLICIES, SessionLocked
 
 from . import render
-from .errors import Fail, warn
+from .errors import Fail, report_error, warn
 from .screen import echo
 
 HELP_TEXT = """commands:
@@ -175,7 +175,7 @@ class Conversation:
             self.live.writer.end_turn()
         if end.error:
             self.failed = True
-            echo(f"harnesskit: error: {end.error}", err=True)
+            report_error(end.error)
         if end.aborted:
             self.aborted = True
             echo("[aborted]", err=True)
@@ -225,7 +225,7 @@ class Conversation:
                 raise Fail(f"unknown command /{name} (try /help)")
         except (Fail, EntryNotFound) as error:
             message = error.format_message() if isinstance(error, Fail) else str(error)
-            echo(f"harnesskit: error: {message}", err=True)
+            report_error(message)
         return True
 
     def switch_model(self, model: Model) -> None:

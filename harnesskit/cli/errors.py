@@ -21,7 +21,12 @@ class Fail(click.ClickException):
         self.exit_code = code
 
     def show(self, file=None) -> None:  # noqa: ANN001 - click's signature
-        echo(f"harnesskit: error: {self.format_message()}".replace("\n", "\\n"), err=True)
+        report_error(self.format_message())
+
+
+def report_error(message: str) -> None:
+    """The error line, for a failure the command goes on after (a failed turn, one file of many)."""
+    echo(f"harnesskit: error: {message}".replace("\n", "\\n"), err=True)
 
 
 def warn(message: str) -> None:

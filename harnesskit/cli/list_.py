@@ -8,6 +8,7 @@ from datetime import datetime
 import click
 
 from harnesskit.session import store
+from harnesskit.text import visible
 
 from . import render
 from .screen import echo
@@ -40,6 +41,7 @@ def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str |
         echo("no sessions" + ("" if everywhere else f" in {directories[0]}"), err=True)
         return
     rows = [[datetime.fromtimestamp(s.modified).strftime("%Y-%m-%d %H:%M"), s.session_id[:13],
-             render.cut(render.one_line(s.name or s.first_user or ""), 48), s.messages, str(s.path)] for s in summaries]
+             render.cut(visible(render.one_line(s.name or s.first_user or "")), 48), s.messages, str(s.path)]
+            for s in summaries]
     echo(render.tabulate(rows, headers=["modified", "id", "name / first message", "messages", "path"],
                          disable_numparse=True))

@@ -9,7 +9,7 @@ import click
 from harnesskit.session.rewrite import MigrationRefused, migrate_file, plan
 from harnesskit.session.writer import SessionLocked
 
-from .errors import FOUND_PROBLEMS, USAGE
+from .errors import FOUND_PROBLEMS, USAGE, report_error
 from .screen import echo
 
 
@@ -44,11 +44,11 @@ def migrate(files: tuple[Path, ...], check: bool) -> None:
         except (MigrationRefused, SessionLocked) as error:
             refused += 1
             hint = "; try again when it is closed" if isinstance(error, SessionLocked) else ""
-            echo(f"harnesskit: error: {error}{hint}", err=True)
+            report_error(f"{error}{hint}")
             continue
         except OSError as error:
             refused += 1
-            echo(f"harnesskit: error: {path}: {error.strerror or error}", err=True)
+            report_error(f"{path}: {error.strerror or error}")
             continue
         if result.needed:
             echo(f"migrated {path} ({result.source} → pi v3, {result.entries} entries; original kept as "

@@ -10,7 +10,7 @@ import click
 from harnesskit.session.check import FileReport, Problem, check_file, expand_paths
 
 from . import render
-from .errors import FOUND_PROBLEMS, USAGE
+from .errors import FOUND_PROBLEMS, USAGE, report_error
 from .screen import echo
 
 
@@ -86,7 +86,7 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str) -> None:
         echo(f"checked {len(reports)} file{s}, {entries} entries: {len(errors)} error"
                    f"{'' if len(errors) == 1 else 's'}, {len(warnings)} warning{'' if len(warnings) == 1 else 's'}")
     for path in missing:
-        echo(f"harnesskit: error: {path}: no such file or directory", err=True)
+        report_error(f"{path}: no such file or directory")
     if missing:
         raise SystemExit(USAGE)
     if errors:
