@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -273,14 +274,18 @@ def test_read_a_file_swapped_for_a_symlink_after_the_check(tree: Path, race) -> 
         run("read", {"path": "README.md"}, tree)
 
 
-def test_read_through_a_directory_swapped_for_a_symlink(tree: Path, race) -> None:  # noqa: ANN001
-    (tree / "src" / "secret.txt").write_text("benign", encoding="utf-8")
-
+def src_for_a_link_outside(tree: Path) -> Callable[[], None]:
+    """The swap: src/ moved aside and replaced by a symlink to the directory above the root."""
     def swap() -> None:
         (tree / "src").rename(tree / "src.old")
         (tree / "src").symlink_to(tree.parent)  # src/secret.txt is now the one outside
 
-    race(swap)
+    return swap
+
+
+def test_read_through_a_directory_swapped_for_a_symlink(tree: Path, race) -> None:  # noqa: ANN001
+    (tree / "src" / "secret.txt").write_text("benign", encoding="utf-8")
+    race(src_for_a_link_outside(tree))
     with pytest.raises(ToolError, match="outside the working directory"):
         run("read", {"path": "src/secret.txt"}, tree)
 
@@ -289,26 +294,18 @@ def test_read_swapped_out_and_back_during_the_open(tree: Path, race) -> None:  #
     """The path names an inside file again by the time it is re-checked: the descriptor does not."""
     (tree / "src" / "secret.txt").write_text("benign", encoding="utf-8")
 
-    def swap() -> None:
-        (tree / "src").rename(tree / "src.old")
-        (tree / "src").symlink_to(tree.parent)
-
     def back() -> None:
         (tree / "src").unlink()
         (tree / "src.old").rename(tree / "src")
 
-    race(swap, back)
+    race(src_for_a_link_outside(tree), back)
     with pytest.raises(ToolError, match="changed while being opened"):
         run("read", {"path": "src/secret.txt"}, tree)
     assert run("read", {"path": "src/secret.txt"}, tree) == "benign"  # unraced, it reads
 
 
 def test_ls_a_directory_swapped_for_a_symlink(tree: Path, race) -> None:  # noqa: ANN001
-    def swap() -> None:
-        (tree / "src").rename(tree / "src.old")
-        (tree / "src").symlink_to(tree.parent)
-
-    race(swap)
+    race(src_for_a_link_outside(tree))
     with pytest.raises(ToolError, match="changed while being opened"):
         run("ls", {"path": "src"}, tree)
 
