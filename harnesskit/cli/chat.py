@@ -68,7 +68,7 @@ def chat_options(command: Callable) -> Callable:
         click.option("--fsync", type=click.Choice(FSYNC_POLICIES), default=None,
                      help="Durability: fsync every entry, at each turn end (default), or never."),
         click.option("--tools", metavar="LIST", help="Tools offered to the model, e.g. calc,read (default all)."),
-        click.option("--cwd", type=click.Path(exists=True, file_okay=False), default=None,
+        click.option("--cwd", type=click.Path(exists=True, file_okay=False), default=None, metavar="DIR",
                      help="Work as if started in DIR: tools are confined to it, sessions kept for it."),
     ]
     return functools.reduce(lambda f, d: d(f), reversed(decorators), command)

@@ -53,6 +53,7 @@ def continue_(session: str | None, from_ref: str | None, **kwargs: object) -> No
     With no argument, the most recent session of this directory (newest valid file); with none
     found, says so and starts a new one. The model the session last used is restored unless
     --model is given. A session another process is writing is refused (fork it instead).
+    Tools work in this directory (or --cwd DIR), never in the cwd the file records.
 
     \b
     Examples:
@@ -60,6 +61,7 @@ def continue_(session: str | None, from_ref: str | None, **kwargs: object) -> No
       harnesskit continue -p "what did you compute before?"
       harnesskit continue 01a23125            # a session id prefix
       harnesskit continue path/to/session.jsonl --from checkpoint-1
+      harnesskit continue downloaded.jsonl --cwd ~/proj   # tools see ~/proj, whatever the file says
     """
     options = ChatOptions(**kwargs)  # type: ignore[arg-type]
     settings = settings_from(options)
