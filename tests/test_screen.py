@@ -15,9 +15,13 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from writeside_helpers import V3_FILES, Env, hk, invoke, isolate, read_lines, write_script
 
+from harnesskit.cli.render import json_line
 from harnesskit.session.store import encode_cwd
+from harnesskit.text import visible
 
 # What a terminal acts on: C0 but tab and newline, DEL, C1; and what no encoder writes.
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -242,3 +246,27 @@ def test_a_session_whose_header_holds_a_lone_surrogate_is_listed_and_found(env: 
     assert_clean(result)
     assert result.stdout.startswith("Restored ")
     assert read_lines(path)[-1]["message"]["role"] == "assistant"
+
+
+# -- the two functions, for any text -----------------------------------------------------------
+
+ANY_TEXT = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF))  # surrogates too
+
+
+@given(ANY_TEXT)
+def test_visible_leaves_nothing_raw_and_changes_nothing_safe(text: str) -> None:
+    shown = visible(text)
+    assert RAW.search(shown) is None
+    shown.encode("utf-8")  # always encodable (raises otherwise)
+    if RAW.search(text) is None:
+        assert shown == text
+    assert visible(shown) == shown
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | ANY_TEXT,
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4),
+                    max_leaves=12))
+def test_json_line_is_exact_and_safe(value: object) -> None:
+    line = json_line({"v": value})
+    assert RAW.search(line) is None and "\n" not in line
+    assert json.loads(line) == {"v": value}
