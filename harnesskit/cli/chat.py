@@ -381,11 +381,10 @@ def open_live(path: Path, settings: Settings, leaf_ref: str | None) -> LiveSessi
         except EntryNotFound as error:
             raise Fail(f"{path}: {error}") from None
     try:
-        live = LiveSession.reopen(session, settings.fsync, write=not settings.options.no_session, leaf_id=leaf)
+        return LiveSession.reopen(session, settings.fsync, write=not settings.options.no_session, leaf_id=leaf)
     except SessionLocked as error:
         holder = f"process {error.pid}" if error.pid else "another process"
         raise Fail(f"{path} is held by {holder} (pid {error.pid or '?'}), which is writing it; "
                    f"to go on from it in a copy, run: harnesskit fork {path}") from None
     except OSError as error:
         raise Fail(f"{path}: cannot open for writing: {error.strerror or error}") from None
-    return live
