@@ -30,7 +30,7 @@ from harnesskit.session.tree import EntryNotFound
 from harnesskit.session.writer import FSYNC_POLICIES, SessionLocked
 
 from . import render
-from .errors import Fail, report_error, warn
+from .errors import Fail, report_error
 from .screen import echo
 
 HELP_TEXT = """commands:
@@ -352,13 +352,6 @@ def chat(**kwargs: object) -> None:
     model = make_model(settings.model_spec, settings.base_url)
     live = start_new(settings, model)
     raise SystemExit(Conversation(live, model, settings).run(options.prompts))
-
-
-def warn_elsewhere(live: LiveSession, settings: Settings) -> None:
-    """A file says where it was recorded; that is a claim, not a place to run tools in."""
-    recorded = live.header.get("cwd")
-    if isinstance(recorded, str) and recorded != settings.cwd:
-        warn(f"{live.path}: recorded in {recorded!r}, not here; tools stay confined to {settings.cwd}")
 
 
 def open_live(path: Path, settings: Settings, leaf_ref: str | None) -> LiveSession:

@@ -11,17 +11,7 @@ from harnesskit.session import store
 from harnesskit.session.live import LiveSession, model_spec
 
 from . import render
-from .chat import (
-    ChatOptions,
-    Conversation,
-    Settings,
-    chat_options,
-    identity,
-    make_model,
-    open_live,
-    settings_from,
-    warn_elsewhere,
-)
+from .chat import ChatOptions, Conversation, Settings, chat_options, identity, make_model, open_live, settings_from
 from .chat import start_new as start_new_session
 from .errors import Fail, warn
 from .screen import echo
@@ -92,6 +82,13 @@ def continue_(session: str | None, from_ref: str | None, **kwargs: object) -> No
     warn_elsewhere(live, settings)
     announce(live)
     raise SystemExit(Conversation(live, model, settings).run(options.prompts))
+
+
+def warn_elsewhere(live: LiveSession, settings: Settings) -> None:
+    """A file says where it was recorded; that is a claim, not a place to run tools in."""
+    recorded = live.header.get("cwd")
+    if isinstance(recorded, str) and recorded != settings.cwd:
+        warn(f"{live.path}: recorded in {recorded!r}, not here; tools stay confined to {settings.cwd}")
 
 
 def announce(live: LiveSession) -> None:
