@@ -10,6 +10,7 @@ import sys
 import click
 
 from harnesskit import __version__
+from harnesskit.text import visible
 
 # command name -> (module, attribute, one-line help shown in `harnesskit --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -80,6 +81,6 @@ def main() -> None:
     except Exception as error:  # noqa: BLE001 - the last line of defence
         if os.environ.get("HARNESSKIT_DEBUG"):
             raise
-        click.echo(f"harnesskit: internal error: {type(error).__name__}: {error} "
-                   "(set HARNESSKIT_DEBUG=1 for a traceback)", err=True)
+        click.echo(visible(f"harnesskit: internal error: {type(error).__name__}: {error} "
+                           "(set HARNESSKIT_DEBUG=1 for a traceback)"), err=True)
         sys.exit(2)

@@ -30,7 +30,8 @@ from harnesskit.session.tree import EntryNotFound
 from harnesskit.session.writer import FSYNC_POLICIES, SessionLocked
 
 from . import render
-from .errors import Fail, warn
+from .errors import Fail, report_error, warn
+from .screen import echo
 
 HELP_TEXT = """commands:
   /help              this list
@@ -52,6 +53,7 @@ class ChatOptions:
     no_session: bool
     fsync: str | None
     tools: str | None
+    cwd: str | None = None
 
 
 def chat_options(command: Callable) -> Callable:
@@ -66,6 +68,8 @@ def chat_options(command: Callable) -> Callable:
         click.option("--fsync", type=click.Choice(FSYNC_POLICIES), default=None,
                      help="Durability: fsync every entry, at each turn end (default), or never."),
         click.option("--tools", metavar="LIST", help="Tools offered to the model, e.g. calc,read (default all)."),
+        click.option("--cwd", type=click.Path(exists=True, file_okay=False), default=None, metavar="DIR",
+                     help="Work as if started in DIR: tools are confined to it, sessions kept for it."),
     ]
     return functools.reduce(lambda f, d: d(f), reversed(decorators), command)
 
@@ -114,6 +118,7 @@ def settings_from(options: ChatOptions) -> Settings:
         fsync=fsync,
         tools=tools,
         limits=limits,
+        cwd=os.path.realpath(options.cwd) if options.cwd else os.getcwd(),
     )
 
 
@@ -144,19 +149,19 @@ class Conversation:
     # -- rendering -------------------------------------------------------------------------
     def _show(self, event: Event) -> None:
         if isinstance(event, TextDelta):
-            click.echo(event.text, nl=False)
+            echo(event.text, nl=False)
             sys.stdout.flush()
             self._streamed = True
         elif isinstance(event, MessageEnd) and event.message.get("role") == "assistant":
             if self._streamed:
-                click.echo()
+                echo()
                 self._streamed = False
         elif isinstance(event, ToolCall):
             args = json.dumps(event.call.get("arguments", {}), ensure_ascii=False)
-            click.echo(f"[tool] {event.call.get('name')} {args}")
+            echo(f"[tool] {event.call.get('name')} {args}")
         elif isinstance(event, ToolResult):
             mark = "✗" if event.message.get("isError") else "→"
-            click.echo(f"[result] {event.message.get('toolName')} {mark} {render.one_line(text_of(event.message))}")
+            echo(f"[result] {event.message.get('toolName')} {mark} {render.one_line(text_of(event.message))}")
 
     def _handle(self, event: Event) -> None:
         try:
@@ -166,20 +171,21 @@ class Conversation:
         self._show(event)
 
     def ask(self, text: str) -> AgentEnd:
+        # the tools' root is where harnesskit runs (or --cwd), never a cwd read from the file
         events = run_agent(self.context, user_message(text), self.model, self.settings.tools,
-                           cwd=Path(self.live.cwd) if Path(self.live.cwd).is_dir() else None)
+                           cwd=Path(self.settings.cwd))
         end = drive(events, self._handle)
         if self._streamed:
-            click.echo()
+            echo()
             self._streamed = False
         if self.live.writer is not None:
             self.live.writer.end_turn()
         if end.error:
             self.failed = True
-            click.echo(f"harnesskit: error: {end.error}", err=True)
+            report_error(end.error)
         if end.aborted:
             self.aborted = True
-            click.echo("[aborted]", err=True)
+            echo("[aborted]", err=True)
         return end
 
     # -- in-chat commands ------------------------------------------------------------------
@@ -191,26 +197,26 @@ class Conversation:
             if name in ("exit", "quit"):
                 return False
             if name == "help":
-                click.echo(HELP_TEXT)
+                echo(HELP_TEXT)
             elif name == "tree":
                 tree = self.live.tree
                 for row in render.draw_tree(tree, None, tree.labels(), self.live.leaf_id, render.terminal_width()):
-                    click.echo(row)
+                    echo(row)
             elif name == "label":
                 ref, _, label = rest.partition(" ")
                 if not ref or not label.strip():
                     raise Fail("usage: /label ID NAME")
                 target = self.live.tree.resolve(ref)
                 self.live.append("label", targetId=target, label=label.strip())
-                click.echo(f"labelled {target} {label.strip()!r}")
+                echo(f"labelled {target} {label.strip()!r}")
             elif name == "name":
                 if not rest:
                     raise Fail("usage: /name TEXT")
                 self.live.append("session_info", name=rest)
-                click.echo(f"session named {rest!r}")
+                echo(f"session named {rest!r}")
             elif name == "model":
                 if not rest:
-                    click.echo(f"model: {self.model.provider}/{self.model.model_id}")
+                    echo(f"model: {self.model.provider}/{self.model.model_id}")
                 else:
                     self.switch_model(make_model(rest, self.settings.base_url, **self.settings.limits))
             elif name == "branch":
@@ -219,21 +225,21 @@ class Conversation:
                 target = self.live.tree.resolve(rest)
                 self.live.branch(target)
                 self.context = self.live.context().messages
-                click.echo(f"leaf moved to {target}; {len(self.context)} messages in context")
+                echo(f"leaf moved to {target}; {len(self.context)} messages in context")
             elif name == "fork":
                 self.fork(rest or None)
             else:
                 raise Fail(f"unknown command /{name} (try /help)")
         except (Fail, EntryNotFound) as error:
             message = error.format_message() if isinstance(error, Fail) else str(error)
-            click.echo(f"harnesskit: error: {message}", err=True)
+            report_error(message)
         return True
 
     def switch_model(self, model: Model) -> None:
         if identity(model) != identity(self.model):
             self.live.append("model_change", **identity(model))
         self.model = model
-        click.echo(f"model: {model.provider}/{model.model_id}")
+        echo(f"model: {model.provider}/{model.model_id}")
 
     def fork(self, ref: str | None) -> None:
         live = self.live
@@ -254,7 +260,7 @@ class Conversation:
         self.context = reopened.context().messages
         if reopened.context().model != identity(self.model):  # e.g. a model_change still deferred
             reopened.defer("model_change", **identity(self.model))
-        click.echo(f"forked to {new_path}")
+        echo(f"forked to {new_path}")
 
     # -- the prompt loop --------------------------------------------------------------------
     def run(self, prompts: tuple[str, ...]) -> int:
@@ -325,11 +331,11 @@ def report_moved(old: Path, new: Path) -> None:
 
 def report_saved(live: LiveSession) -> None:
     if live.path is None or live.writer is None:
-        click.echo("session: not saved (--no-session)")
+        echo("session: not saved (--no-session)")
     elif live.created:
-        click.echo(f"session: {live.path} ({live.saved_messages} messages saved this run)")
+        echo(f"session: {live.path} ({live.saved_messages} messages saved this run)")
     else:
-        click.echo("session: not created (no reply yet, nothing saved)")
+        echo("session: not created (no reply yet, nothing saved)")
 
 
 def start_new(settings: Settings, model: Model) -> LiveSession:

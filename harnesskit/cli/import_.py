@@ -10,6 +10,7 @@ import click
 from harnesskit.session.loader import SessionError
 
 from .errors import Fail, warn
+from .screen import echo
 
 
 @click.command("import")
@@ -44,10 +45,10 @@ def import_(file: Path, out: Path | None, source: str | None) -> None:
     for sub in result.subagents:
         for note in sub.notes:
             warn(f"{sub.source.name}: {note}")
-    click.echo(str(result.path))
+    echo(str(result.path))
     for sub in result.subagents:
-        click.echo(str(sub.path))
-    click.echo(f"imported {file} ({result.header['id']}): {result.entries} entries, {result.messages} messages"
+        echo(str(sub.path))
+    echo(f"imported {file} ({result.header['id']}): {result.entries} entries, {result.messages} messages"
                + (f", {len(result.subagents)} subagent session(s)" if result.subagents else ""), err=True)
 
 

@@ -6,11 +6,12 @@ import os
 from datetime import datetime
 
 import click
-from tabulate import tabulate
 
 from harnesskit.session import store
+from harnesskit.text import visible
 
 from . import render
+from .screen import echo
 
 
 @click.command("list")
@@ -40,15 +41,16 @@ def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str |
     summaries = store.list_sessions(directories)[:limit]
     if as_json:
         for s in summaries:
-            click.echo(render.json_line({
+            echo(render.json_line({
                 "path": str(s.path), "id": s.session_id, "modified": s.modified, "cwd": s.cwd,
                 "name": s.name, "firstMessage": s.first_user, "messages": s.messages,
             }))
         return
     if not summaries:
-        click.echo("no sessions" + ("" if everywhere else f" in {directories[0]}"), err=True)
+        echo("no sessions" + ("" if everywhere else f" in {directories[0]}"), err=True)
         return
     rows = [[datetime.fromtimestamp(s.modified).strftime("%Y-%m-%d %H:%M"), s.session_id[:13],
-             render.cut(render.one_line(s.name or s.first_user or ""), 48), s.messages, str(s.path)] for s in summaries]
-    click.echo(tabulate(rows, headers=["modified", "id", "name / first message", "messages", "path"],
-                        disable_numparse=True))
+             render.cut(visible(render.one_line(s.name or s.first_user or "")), 48), s.messages, str(s.path)]
+            for s in summaries]
+    echo(render.tabulate(rows, headers=["modified", "id", "name / first message", "messages", "path"],
+                         disable_numparse=True))

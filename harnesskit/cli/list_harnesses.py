@@ -5,14 +5,12 @@ from __future__ import annotations
 import os
 from datetime import datetime
 
-import click
-from tabulate import tabulate
-
 from harnesskit.session import store
 from harnesskit.session.formats.stores import Found, claude_sessions, codex_sessions
 
 from . import render
 from .errors import Fail
+from .screen import echo
 
 
 def list_harnesses(harness: str, as_json: bool, limit: int | None, session_dir: str | None, everywhere: bool) -> None:
@@ -31,14 +29,14 @@ def list_harnesses(harness: str, as_json: bool, limit: int | None, session_dir: 
     found = found[:limit]
     if as_json:
         for f in found:
-            click.echo(render.json_line({"harness": f.harness, "path": str(f.path), "id": f.session_id,
+            echo(render.json_line({"harness": f.harness, "path": str(f.path), "id": f.session_id,
                                          "modified": f.modified, "cwd": f.cwd, "firstMessage": f.first_user,
                                          "messages": f.messages}))
         return
     if not found:
-        click.echo(f"no {'' if harness == 'all' else harness + ' '}sessions of {cwd}", err=True)
+        echo(f"no {'' if harness == 'all' else harness + ' '}sessions of {cwd}", err=True)
         return
     rows = [[datetime.fromtimestamp(f.modified).strftime("%Y-%m-%d %H:%M"), f.harness, f.session_id[:13],
              render.cut(render.one_line(f.first_user or ""), 48), f.messages, str(f.path)] for f in found]
-    click.echo(tabulate(rows, headers=["modified", "harness", "id", "first message", "messages", "path"],
+    echo(render.tabulate(rows, headers=["modified", "harness", "id", "first message", "messages", "path"],
                         disable_numparse=True))

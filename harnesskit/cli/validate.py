@@ -10,7 +10,8 @@ import click
 from harnesskit.session.check import FileReport, Problem, check_file, expand_paths
 
 from . import render
-from .errors import FOUND_PROBLEMS, USAGE
+from .errors import FOUND_PROBLEMS, USAGE, report_error
+from .screen import echo
 
 #: warnings --strict leaves warnings: other harnesses' formats gain line types every month
 STAYS_WARNING = frozenset({"unknown-line-type"})
@@ -76,7 +77,7 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, source: str | None)
                "missing": missing}
 
     if fmt == "json":
-        click.echo(render.json_line({
+        echo(render.json_line({
             "files": [{"file": r.file, "dialect": r.dialect, "entries": r.entries,
                        "errors": r.count("error"), "warnings": r.count("warning")} for r in reports],
             "entries": entries,
@@ -87,12 +88,12 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, source: str | None)
     else:
         line = _github if fmt == "github" else _text
         for problem in problems:
-            click.echo(line(problem))
+            echo(line(problem))
         s = "" if len(reports) == 1 else "s"
-        click.echo(f"checked {len(reports)} file{s}, {entries} entries: {len(errors)} error"
+        echo(f"checked {len(reports)} file{s}, {entries} entries: {len(errors)} error"
                    f"{'' if len(errors) == 1 else 's'}, {len(warnings)} warning{'' if len(warnings) == 1 else 's'}")
     for path in missing:
-        click.echo(f"harnesskit: error: {path}: no such file or directory", err=True)
+        report_error(f"{path}: no such file or directory")
     if missing:
         raise SystemExit(USAGE)
     if errors:

@@ -3,7 +3,6 @@ into appended entries. The agent loop never sees this; the chat command subscrib
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,8 +40,7 @@ class LiveSession:
     path: Path | None
     writer: SessionWriter | None
     leaf_id: str | None
-    cwd: str
-    header: dict
+    header: dict  # its cwd is what the file says, never where tools run (the caller's cwd is)
     _pending: list[dict] = field(default_factory=list)  # entries held until the first message
     saved_messages: int = 0
     _next_line: int = 0
@@ -74,7 +72,7 @@ class LiveSession:
         header = session_header(cwd, parent_session=parent_session)
         path = None if directory is None else directory / session_filename(header["timestamp"], header["id"])
         writer = None if path is None else SessionWriter(path, header=header, fsync=fsync)
-        live = cls(Tree.from_entries([], []), path, writer, None, cwd, header, _next_line=2)
+        live = cls(Tree.from_entries([], []), path, writer, None, header, _next_line=2)
         live.append("model_change", provider=model["provider"], modelId=model["modelId"])
         live.append("thinking_level_change", thinkingLevel="off")
         return live
@@ -86,8 +84,7 @@ class LiveSession:
         writer = SessionWriter(session.path, header=None, fsync=fsync) if write else None
         last_line = max(session.tree.lines, default=session.header_line)
         leaf = leaf_id if leaf_id is not None else session.tree.leaf_id
-        return cls(session.tree, session.path, writer, leaf, str(session.header.get("cwd") or os.getcwd()),
-                   session.header, _next_line=last_line + 1)
+        return cls(session.tree, session.path, writer, leaf, session.header, _next_line=last_line + 1)
 
     @property
     def created(self) -> bool:

@@ -31,10 +31,12 @@ def encode(entry: dict) -> bytes:
     """One entry as one line of compact UTF-8 JSON."""
     try:
         return orjson.dumps(entry) + b"\n"
-    except TypeError:  # integers beyond 64 bits, which orjson refuses to write
+    except TypeError:  # integers beyond 64 bits or lone surrogates, which orjson refuses to write
         import json
 
-        return json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        from harnesskit.text import escape_json
+
+        return escape_json(json.dumps(entry, ensure_ascii=False, separators=(",", ":"))).encode() + b"\n"
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -28,6 +28,7 @@ from harnesskit.agent.models import (
 )
 from harnesskit.agent.models.http_guard import ReplyCut, guarded_client
 from harnesskit.agent.tools import Tool
+from harnesskit.text import well_formed
 
 READ_TIMEOUT = 120.0  # silence for this long ends a request sooner than its overall deadline
 CONNECT_TIMEOUT = 30.0
@@ -104,7 +105,7 @@ def to_chat_messages(context: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 open_calls.update({str(c.get("id")): str(c.get("name")) for c in calls})
             out.append(entry)
     close_open_calls()
-    return out
+    return well_formed(out)  # type: ignore[return-value]
 
 
 def to_chat_tools(tools: list[Tool]) -> list[dict[str, Any]]:
