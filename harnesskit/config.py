@@ -14,6 +14,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from harnesskit.agent.models import DEFAULT_MAX_REPLY_BYTES, DEFAULT_REQUEST_TIMEOUT
 from harnesskit.session.store import home_dir
 from harnesskit.session.writer import FSYNC_POLICIES
 
@@ -24,9 +25,12 @@ KEYS = {
     "fsync": "durability: always, turn or never",
     "tools": "tools offered to the model, comma-separated (calc,read,ls)",
     "pricing": "prices per million tokens for `usage`: {MODEL: {input, output, cache_read, cache_write}}",
+    "request_timeout": "seconds a model request may take in all before its turn ends as an error",
+    "max_reply_bytes": "bytes a model reply may send before its turn ends as an error",
 }
 DEFAULTS: dict[str, Any] = {"model": "demo", "base_url": None, "session_dir": None, "fsync": "turn",
-                            "tools": "calc,read,ls"}
+                            "tools": "calc,read,ls", "request_timeout": f"{DEFAULT_REQUEST_TIMEOUT:g}",
+                            "max_reply_bytes": str(DEFAULT_MAX_REPLY_BYTES)}
 PROJECT_FILE = ".harnesskit.yaml"
 
 
@@ -84,7 +88,22 @@ def check_value(key: str, value: Any) -> Any:
         return value
     if key == "tools" and isinstance(value, list):
         value = ",".join(map(str, value))
+    if key in ("request_timeout", "max_reply_bytes"):
+        limit(key, value)
     return str(value)
+
+
+def limit(key: str, value: Any) -> float | int:
+    """request_timeout (seconds, a positive number) or max_reply_bytes (a positive whole number)."""
+    whole = key == "max_reply_bytes"
+    try:
+        number = int(str(value)) if whole else float(str(value))
+    except ValueError:
+        number = 0
+    if isinstance(value, bool) or not 0 < number < float("inf"):
+        kind = "a positive whole number of bytes" if whole else "a positive number of seconds"
+        raise ConfigError(f"{key} must be {kind}, not {value!r}")
+    return number
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import sqlite3
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from catalog_corpus import START_MS, corpus, iso, make_session, turn
-from conftest import TUTORIAL_DIR, assert_one_line_error
+from conftest import SHARED_FIXTURES, TUTORIAL_DIR, assert_one_line_error, requires_shared
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from writeside_helpers import Env, invoke, isolate, wait_for
@@ -412,3 +413,72 @@ def test_pricing_matches_names_exactly_after_provider_and_date() -> None:
     assert pricing.price_of(None) is None
     with pytest.raises(ValueError):
         pricing.parse_overrides({"m": {"input": -1}})
+
+
+# ------------------------------------------------------------------ other harnesses
+
+
+OWN_CLAUDE = sorted((Path(__file__).parent.parent / "fixtures" / "claude-code").glob("*.jsonl"))
+OWN_CODEX = sorted((Path(__file__).parent.parent / "fixtures" / "codex").glob("*.jsonl"))
+
+
+def _place_foreign(env: Env, claude: list[Path], codex: list[Path]) -> dict[str, list[Path]]:
+    """Copy transcripts into this test's Claude Code and Codex stores, where each harness keeps them."""
+    placed: dict[str, list[Path]] = {"claude": [], "codex": []}
+    for i, source in enumerate(claude):
+        target = env.tmp / "claude" / "projects" / "-home-dev-proj" / f"{i:02d}-{source.name}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, target)
+        placed["claude"].append(target)
+    for i, source in enumerate(codex):
+        target = env.tmp / "codex" / "sessions" / "2026" / "03" / f"{i + 1:02d}" / source.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, target)
+        placed["codex"].append(target)
+    return placed
+
+
+def _stats_tokens(path: Path, fmt: str) -> dict:
+    result = invoke("inspect", path, "--stats", "--json", "--from", fmt)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["tokens"]
+
+
+def _check_foreign(env: Env, placed: dict[str, list[Path]]) -> None:
+    for harness, paths in placed.items():
+        data = json.loads(invoke("usage", "session", "--harness", harness, "--json").stdout)
+        by_file = {g["key"]: g for g in data["groups"]}
+        for path in paths:
+            tokens = _stats_tokens(path, harness)
+            if not tokens["totalTokens"]:
+                assert str(path) not in by_file or by_file[str(path)]["totalTokens"] == 0
+                continue
+            got = by_file[str(path)]
+            assert {k: got[k] for k in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")} == tokens
+        # every session is searchable by a word of its first user prompt
+        for path in paths:
+            context = invoke("inspect", path, "--context", "--json", "--from", harness)
+            users = [json.loads(line) for line in context.stdout.splitlines()]
+            text = next((" ".join(b.get("text", "") for b in m["content"] if isinstance(b, dict))
+                         if isinstance(m["content"], list) else m["content"]
+                         for m in users if m.get("role") == "user"), "")
+            words = [w for w in re.findall(r"[A-Za-z]{5,}", text)]
+            if not words:
+                continue
+            hits = invoke("search", words[0], "--all", "--harness", harness, "--json", "-n", "1000")
+            assert hits.exit_code == 0, hits.output
+            assert str(path) in {json.loads(line)["path"] for line in hits.stdout.splitlines()}, (path, words[0])
+
+
+def test_claude_and_codex_sessions_are_indexed_searched_and_counted(env: Env) -> None:
+    _check_foreign(env, _place_foreign(env, OWN_CLAUDE, OWN_CODEX))
+    pi_only = json.loads(invoke("usage", "--harness", "pi", "--json").stdout)
+    assert pi_only["groups"] == []
+
+
+@requires_shared
+def test_the_real_transcripts_are_indexed_and_counted_once(env: Env) -> None:
+    claude = sorted((SHARED_FIXTURES / "claude-code").glob("*.jsonl"))
+    codex = sorted((SHARED_FIXTURES / "codex").glob("*.jsonl"))
+    assert claude and codex
+    _check_foreign(env, _place_foreign(env, claude, codex))

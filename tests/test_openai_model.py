@@ -186,6 +186,18 @@ def test_streaming_text_with_usage(server: FakeServer) -> None:
     assert server.headers_seen[0]["authorization"] == "Bearer not-needed"
 
 
+def test_a_lone_surrogate_in_the_context_is_sent_as_a_replacement_character(server: FakeServer) -> None:
+    """A session may hold one (valid JSON); a UTF-8 request body cannot: the turn must still go out."""
+    server.reply(sse(chunk({"content": "ok"}), chunk({}, finish="stop")))
+    seen = assistant_message([{"type": "text", "text": "seen \udfff"}], api="a", provider="p", model="m",
+                             stop_reason="stop")
+    context = [user_message("odd \ud800 text"), seen]
+    context, events = run(make_model(server.base_url), "again \udcff", context)
+    assert context[-1]["stopReason"] == "stop", context[-1]
+    assert [m["content"] for m in server.requests[0]["messages"]] == [
+        "odd \ufffd text", "seen \ufffd", "again \ufffd"]
+
+
 def test_reasoning_and_length(server: FakeServer) -> None:
     server.reply(sse(chunk({"reasoning_content": "think"}), chunk({"content": "cut"}, finish="length")))
     context, _ = run(make_model(server.base_url), "hi")

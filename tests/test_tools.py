@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from harnesskit.agent import tools
 from harnesskit.agent.tools import (
+    MAX_EXPRESSION_CHARS,
     MAX_READ_BYTES,
     TOOLS,
     ToolError,
@@ -87,7 +90,8 @@ def test_calc_tool_reads_expression_argument(tmp_path: Path) -> None:
         ("1 +", "not a valid arithmetic expression"),
         ("12*8; 1", "not a valid arithmetic expression"),
         ("", "non-empty"),
-        ("(" * 500 + "1" + ")" * 500, "nested"),
+        ("(" * 500 + "1" + ")" * 500, "too many nested parentheses"),
+        ("(" * 201 + "1" + ")" * 201, "too many nested parentheses"),  # the parser's limit, said exactly
     ],
 )
 def test_calc_refusals(expression: str, message: str) -> None:
@@ -101,6 +105,35 @@ def test_calc_refusals_are_fast() -> None:
         with pytest.raises(ToolError):
             calculate(expression)
     assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("+".join(["1"] * 999), "999"),  # a flat sum is a 999-deep tree: only its size may count
+        ("+".join(["1"] * 1000), "1000"),
+        ("-".join(["5"] * 1000), str(5 - 5 * 999)),
+        ("*".join(["1"] * 1000), "1"),
+        ("-" * (MAX_EXPRESSION_CHARS - 1) + "1", "-1"),  # unary nesting up to the length cap
+        ("(" * 199 + "2*3" + ")" * 199, "6"),
+        ("1+(" * 199 + "1" + ")" * 199, "200"),
+        ("*".join(["7"] * 999), str(7**999)),  # 845 digits: within MAX_DIGITS
+    ],
+)
+def test_calc_bounds_size_not_shape(expression: str, expected: str) -> None:
+    assert len(expression) <= MAX_EXPRESSION_CHARS
+    assert calculate(expression) == expected
+
+
+@pytest.mark.parametrize("expression", [
+    "2**" * 600 + "1", "+".join(["9" * 900] * 2) + "*" + "9" * 200, "-(" * 199 + "1" + ")" * 199 + "/0",
+    "1" + "**1" * 666, "((" * 100 + "x" + "))" * 100, "+".join(["1"] * 999) + "+a",
+])
+def test_calc_any_shape_is_a_result_or_an_exact_refusal(expression: str) -> None:
+    try:
+        calculate(expression)
+    except ToolError as error:
+        assert "nested too deeply" not in str(error)
 
 
 # ---------------------------------------------------------------- read / ls
@@ -206,6 +239,95 @@ def test_relative_cwd_is_resolved(tree: Path, monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(ToolError, match="outside"):
         run("read", {"path": "../secret.txt"}, Path("project"))
     assert os.getcwd() == str(tree.parent)
+
+
+# ---------------------------------------------------------------- a tree that changes under the tool
+
+
+@pytest.fixture
+def race(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201 - a context manager factory
+    """Make the race certain: run `before()` just before the tool opens the file, `after()` just after."""
+    real_open = os.open
+
+    def arm(before, after=None) -> None:  # noqa: ANN001
+        def racing_open(path, flags, *args):  # noqa: ANN001, ANN202
+            monkeypatch.setattr(tools.os, "open", real_open)  # once
+            before()
+            try:
+                return real_open(path, flags, *args)
+            finally:
+                if after is not None:
+                    after()
+
+        monkeypatch.setattr(tools.os, "open", racing_open)
+
+    return arm
+
+
+def test_read_a_file_swapped_for_a_symlink_after_the_check(tree: Path, race) -> None:  # noqa: ANN001
+    def swap() -> None:
+        (tree / "README.md").unlink()
+        (tree / "README.md").symlink_to(tree.parent / "secret.txt")
+
+    race(swap)
+    with pytest.raises(ToolError, match="changed while being opened"):
+        run("read", {"path": "README.md"}, tree)
+
+
+def src_for_a_link_outside(tree: Path) -> Callable[[], None]:
+    """The swap: src/ moved aside and replaced by a symlink to the directory above the root."""
+    def swap() -> None:
+        (tree / "src").rename(tree / "src.old")
+        (tree / "src").symlink_to(tree.parent)  # src/secret.txt is now the one outside
+
+    return swap
+
+
+def test_read_through_a_directory_swapped_for_a_symlink(tree: Path, race) -> None:  # noqa: ANN001
+    (tree / "src" / "secret.txt").write_text("benign", encoding="utf-8")
+    race(src_for_a_link_outside(tree))
+    with pytest.raises(ToolError, match="outside the working directory"):
+        run("read", {"path": "src/secret.txt"}, tree)
+
+
+def test_read_swapped_out_and_back_during_the_open(tree: Path, race) -> None:  # noqa: ANN001
+    """The path names an inside file again by the time it is re-checked: the descriptor does not."""
+    (tree / "src" / "secret.txt").write_text("benign", encoding="utf-8")
+
+    def back() -> None:
+        (tree / "src").unlink()
+        (tree / "src.old").rename(tree / "src")
+
+    race(src_for_a_link_outside(tree), back)
+    with pytest.raises(ToolError, match="changed while being opened"):
+        run("read", {"path": "src/secret.txt"}, tree)
+    assert run("read", {"path": "src/secret.txt"}, tree) == "benign"  # unraced, it reads
+
+
+def test_ls_a_directory_swapped_for_a_symlink(tree: Path, race) -> None:  # noqa: ANN001
+    race(src_for_a_link_outside(tree))
+    with pytest.raises(ToolError, match="changed while being opened"):
+        run("ls", {"path": "src"}, tree)
+
+
+def test_read_refuses_a_fifo_without_blocking(tree: Path) -> None:
+    os.mkfifo(tree / "pipe")
+    with pytest.raises(ToolError, match="not a regular file"):
+        run("read", {"path": "pipe"}, tree)
+
+
+def test_ls_is_bounded(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    big = tree / "big"
+    big.mkdir()
+    for i in range(120):
+        (big / f"f{i:03d}").touch()
+    monkeypatch.setattr(tools, "MAX_LS_ENTRIES", 10)
+    assert run("ls", {"path": "big"}, tree).splitlines() == [f"f{i:03d}" for i in range(10)] + [
+        "[110 more entries not shown]"]
+    monkeypatch.setattr(tools, "MAX_LS_SCAN", 50)
+    lines = run("ls", {"path": "big"}, tree).splitlines()
+    assert len(lines) == 12 and lines == sorted(lines[:10]) + lines[10:]
+    assert lines[10:] == ["[40 more entries not shown]", "[listing stopped after 50 entries; more not read]"]
 
 
 # ---------------------------------------------------------------- registry

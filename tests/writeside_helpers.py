@@ -50,6 +50,8 @@ class Env:
         """The environment for a subprocess: this test's home, nothing from the developer's."""
         env = {k: v for k, v in os.environ.items() if k not in _SCRUB}
         env["HARNESSKIT_HOME"] = str(self.home)
+        env["CLAUDE_CONFIG_DIR"] = str(self.tmp / "claude")  # other harnesses' stores: this test's too
+        env["CODEX_HOME"] = str(self.tmp / "codex")
         env["PYTHONUNBUFFERED"] = "1"
         env.update(extra)
         return env
@@ -62,6 +64,8 @@ def isolate(tmp_path: Path, monkeypatch: Any) -> Env:
     for name in _SCRUB:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HARNESSKIT_HOME", str(home))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))  # never the developer's own stores
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     monkeypatch.chdir(cwd)
     return Env(home=home, cwd=cwd, tmp=tmp_path)
 

@@ -7,8 +7,13 @@ evaluates Python and read/ls never leave the working directory.
 from __future__ import annotations
 
 import ast
+import errno
+import heapq
+import itertools
 import math
 import operator
+import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,31 +78,53 @@ def _power(base: int | float, exponent: int | float) -> int | float:
         raise ToolError(f"{base}**{exponent} is too large") from None
 
 
-def _eval(node: ast.AST) -> int | float:
-    """Walk the syntax tree, allowing numbers and arithmetic only."""
-    if isinstance(node, ast.Expression):
-        return _eval(node.body)
-    if isinstance(node, ast.Constant):
-        value = node.value
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            kind = "strings" if isinstance(value, str | bytes) else type(value).__name__ + " values"
-            raise ToolError(f"only numbers are allowed, not {kind}")
-        return _check_number(value)
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _check_number(_UNARY[type(node.op)](_eval(node.operand)))
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _eval(node.left), _eval(node.right)
-        try:
-            if isinstance(node.op, ast.Pow):
-                result = _power(left, right)
+def _constant(node: ast.Constant) -> int | float:
+    value = node.value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        kind = "strings" if isinstance(value, str | bytes) else type(value).__name__ + " values"
+        raise ToolError(f"only numbers are allowed, not {kind}")
+    return _check_number(value)
+
+
+def _apply(op: ast.operator, left: int | float, right: int | float) -> int | float:
+    try:
+        if isinstance(op, ast.Pow):
+            return _check_number(_power(left, right))
+        return _check_number(_BINARY[type(op)](left, right))
+    except ZeroDivisionError:
+        raise ToolError("division by zero") from None
+    except OverflowError:
+        raise ToolError("the result is too large for a float") from None
+
+
+def _eval(tree: ast.AST) -> int | float:
+    """Numbers and arithmetic only, walked in post-order with an explicit stack.
+
+    The work is bounded by the expression's size (MAX_EXPRESSION_CHARS, so a few thousand nodes)
+    and by MAX_DIGITS on every intermediate value, never by its shape: a flat 1000-term sum is a
+    1000-deep tree, which must evaluate like any other. Left operands are evaluated (and refused)
+    before right ones, as a recursive walk would."""
+    root = tree.body if isinstance(tree, ast.Expression) else tree
+    values: list[int | float] = []
+    stack: list[tuple[ast.AST, bool]] = [(root, False)]  # (node, its operands are already on `values`)
+    while stack:
+        node, ready = stack.pop()
+        if isinstance(node, ast.Constant):
+            values.append(_constant(node))
+        elif isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            if ready:
+                values.append(_check_number(_UNARY[type(node.op)](values.pop())))
             else:
-                result = _BINARY[type(node.op)](left, right)
-        except ZeroDivisionError:
-            raise ToolError("division by zero") from None
-        except OverflowError:
-            raise ToolError("the result is too large for a float") from None
-        return _check_number(result)
-    raise ToolError(_describe_refusal(node))
+                stack += [(node, True), (node.operand, False)]
+        elif isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            if ready:
+                right = values.pop()
+                values.append(_apply(node.op, values.pop(), right))
+            else:
+                stack += [(node, True), (node.right, False), (node.left, False)]
+        else:
+            raise ToolError(_describe_refusal(node))
+    return values[0]
 
 
 def _describe_refusal(node: ast.AST) -> str:
@@ -136,12 +163,9 @@ def calculate(expression: str) -> str:
         raise ToolError(f"not a valid arithmetic expression ({exc.msg}): {shown!r}") from None
     except ValueError as exc:  # an int literal beyond Python's own digit limit
         raise ToolError(f"numbers are limited to {MAX_DIGITS} digits ({exc})") from None
-    except (RecursionError, MemoryError):
-        raise ToolError("expression is nested too deeply") from None
-    try:
-        return format_number(_eval(tree))
-    except RecursionError:
-        raise ToolError("expression is nested too deeply") from None
+    except (RecursionError, MemoryError):  # the parser's own limit (not reached within the length cap)
+        raise ToolError("expression is nested too deeply for the parser") from None
+    return format_number(_eval(tree))
 
 
 def _run_calc(arguments: dict[str, Any], cwd: Path) -> str:
@@ -152,6 +176,7 @@ def _run_calc(arguments: dict[str, Any], cwd: Path) -> str:
 
 MAX_READ_BYTES = 256 * 1024
 MAX_LS_ENTRIES = 1000
+MAX_LS_SCAN = 100_000
 
 
 def resolve_inside(cwd: Path, path: Any, *, default: str | None = None) -> Path:
@@ -183,21 +208,68 @@ def _decode(data: bytes, truncated: bool, path: str) -> str:
         raise ToolError(f"{path}: not UTF-8 text (binary?), not shown") from None
 
 
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_inside(cwd: Path, raw: Any, *, directory: bool, default: str | None = None) -> int:
+    """A descriptor of the file (or directory) ``raw`` names under ``cwd``, proven to be inside it.
+
+    Checking a path and then opening it races with whoever can write the tree: a component swapped
+    for a symlink in between would redirect the open (to /etc/passwd, say). So the check is made
+    about the descriptor, after the open: the path is resolved and confined, opened without
+    following a final symlink (and without blocking on a FIFO), and then resolved and confined
+    once more; the descriptor must be the very file (st_dev, st_ino) that the second resolution
+    names, and of the right kind. Whatever was swapped, before or after the open, the file read
+    is one that lay inside the root at a moment after it was opened. Portable (no /proc needed).
+    """
+    target = resolve_inside(cwd, raw, default=default)
+    shown = raw if raw else default
+    try:
+        fd = os.open(target, _OPEN_FLAGS | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    except FileNotFoundError:
+        raise ToolError(f"{shown}: no such {'directory' if directory else 'file'}") from None
+    except OSError as exc:
+        # O_NOFOLLOW met a symlink: ELOOP, or ENOTDIR when a directory was asked for (Linux)
+        if exc.errno == errno.ELOOP or (exc.errno == errno.ENOTDIR and os.path.islink(target)):
+            raise ToolError(f"{shown}: changed while being opened (now a symlink), not shown") from None
+        if exc.errno == errno.ENOTDIR:  # the path itself (ls) or a component of it (read) is a file
+            raise ToolError(f"{shown}: not a directory (use read)" if directory else f"{shown}: no such file") from None
+        raise ToolError(f"{shown}: cannot open: {exc.strerror or exc}") from None
+    try:
+        opened = os.fstat(fd)
+        if directory and not stat.S_ISDIR(opened.st_mode):
+            raise ToolError(f"{shown}: not a directory (use read)")
+        if not directory and stat.S_ISDIR(opened.st_mode):
+            raise ToolError(f"{shown}: is a directory (use ls)")
+        if not directory and not stat.S_ISREG(opened.st_mode):
+            raise ToolError(f"{shown}: not a regular file")
+        try:
+            now = os.stat(resolve_inside(cwd, raw, default=default))
+        except OSError:
+            now = None
+        if now is None or (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino):
+            raise ToolError(f"{shown}: changed while being opened, not shown")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _run_read(arguments: dict[str, Any], cwd: Path) -> str:
     raw = arguments.get("path")
-    target = resolve_inside(cwd, raw)
-    if not target.exists():
-        raise ToolError(f"{raw}: no such file")
-    if target.is_dir():
-        raise ToolError(f"{raw}: is a directory (use ls)")
-    if not target.is_file():
-        raise ToolError(f"{raw}: not a regular file")
+    fd = open_inside(cwd, raw, directory=False)
     try:
-        size = target.stat().st_size
-        with target.open("rb") as handle:
-            data = handle.read(MAX_READ_BYTES + 1)
+        size = os.fstat(fd).st_size
+        chunks: list[bytes] = []
+        remaining = MAX_READ_BYTES + 1
+        while remaining > 0 and (chunk := os.read(fd, remaining)):
+            chunks.append(chunk)
+            remaining -= len(chunk)
     except OSError as exc:
         raise ToolError(f"{raw}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
     truncated = len(data) > MAX_READ_BYTES
     text = _decode(data[:MAX_READ_BYTES], truncated, str(raw))
     if truncated:
@@ -206,22 +278,33 @@ def _run_read(arguments: dict[str, Any], cwd: Path) -> str:
 
 
 def _run_ls(arguments: dict[str, Any], cwd: Path) -> str:
+    """The first MAX_LS_ENTRIES names in order, of at most MAX_LS_SCAN entries read: a directory
+    of millions costs bounded time and memory."""
     raw = arguments.get("path") or "."
-    target = resolve_inside(cwd, raw, default=".")
-    if not target.exists():
-        raise ToolError(f"{raw}: no such directory")
-    if not target.is_dir():
-        raise ToolError(f"{raw}: not a directory (use read)")
+    fd = open_inside(cwd, raw, directory=True, default=".")
     try:
-        names = sorted(p.name + ("/" if p.is_dir() else "") for p in target.iterdir())
+        with os.scandir(fd) as entries:
+            batch = list(itertools.islice(entries, MAX_LS_SCAN))
+            complete = next(entries, None) is None
     except OSError as exc:
         raise ToolError(f"{raw}: cannot list: {exc.strerror or exc}") from None
-    if not names:
+    finally:
+        os.close(fd)
+    if not batch:
         return "(empty directory)"
-    shown = names[:MAX_LS_ENTRIES]
-    if len(names) > MAX_LS_ENTRIES:
-        shown.append(f"[{len(names) - MAX_LS_ENTRIES} more entries not shown]")
+    shown = heapq.nsmallest(MAX_LS_ENTRIES, (entry.name + ("/" if _is_dir(entry) else "") for entry in batch))
+    if len(batch) > len(shown):
+        shown.append(f"[{len(batch) - len(shown)} more entries not shown]")
+    if not complete:
+        shown.append(f"[listing stopped after {MAX_LS_SCAN} entries; more not read]")
     return "\n".join(shown)
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 # ---------------------------------------------------------------- registry

@@ -10,6 +10,7 @@ import sys
 import click
 
 from harnesskit import __version__
+from harnesskit.text import visible
 
 # command name -> (module, attribute, one-line help shown in `harnesskit --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -19,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "list": ("harnesskit.cli.list_", "list_", "Sessions of this directory (or all), newest first."),
     "inspect": ("harnesskit.cli.inspect", "inspect", "A table, tree, context or stats of a session file."),
     "validate": ("harnesskit.cli.validate", "validate", "Schema and structural checks of session files, for CI."),
+    "import": ("harnesskit.cli.import_", "import_", "A Claude Code or Codex session as a new pi session."),
     "migrate": ("harnesskit.cli.migrate", "migrate", "Rewrite legacy (pi v1/v2, tutorial) files as v3, safely."),
     "index": ("harnesskit.cli.index_", "index", "Update the cross-session index (search and usage read it)."),
     "search": ("harnesskit.cli.search", "search", "Full-text search across the messages of every session."),
@@ -81,6 +83,6 @@ def main() -> None:
     except Exception as error:  # noqa: BLE001 - the last line of defence
         if os.environ.get("HARNESSKIT_DEBUG"):
             raise
-        click.echo(f"harnesskit: internal error: {type(error).__name__}: {error} "
-                   "(set HARNESSKIT_DEBUG=1 for a traceback)", err=True)
+        click.echo(visible(f"harnesskit: internal error: {type(error).__name__}: {error} "
+                           "(set HARNESSKIT_DEBUG=1 for a traceback)"), err=True)
         sys.exit(2)

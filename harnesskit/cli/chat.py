@@ -21,7 +21,7 @@ from harnesskit.agent.loop import drive, run_agent
 from harnesskit.agent.messages import text_of, user_message
 from harnesskit.agent.models import Model, ModelError, resolve_model
 from harnesskit.agent.tools import Tool, select_tools
-from harnesskit.config import ConfigError, load_config
+from harnesskit.config import ConfigError, limit, load_config
 from harnesskit.session import store
 from harnesskit.session.fork import ForkError, write_fork
 from harnesskit.session.live import LiveSession
@@ -30,7 +30,8 @@ from harnesskit.session.tree import EntryNotFound
 from harnesskit.session.writer import FSYNC_POLICIES, SessionLocked
 
 from . import render
-from .errors import Fail
+from .errors import Fail, report_error, warn
+from .screen import echo
 
 HELP_TEXT = """commands:
   /help              this list
@@ -52,6 +53,7 @@ class ChatOptions:
     no_session: bool
     fsync: str | None
     tools: str | None
+    cwd: str | None = None
 
 
 def chat_options(command: Callable) -> Callable:
@@ -66,6 +68,8 @@ def chat_options(command: Callable) -> Callable:
         click.option("--fsync", type=click.Choice(FSYNC_POLICIES), default=None,
                      help="Durability: fsync every entry, at each turn end (default), or never."),
         click.option("--tools", metavar="LIST", help="Tools offered to the model, e.g. calc,read (default all)."),
+        click.option("--cwd", type=click.Path(exists=True, file_okay=False), default=None, metavar="DIR",
+                     help="Work as if started in DIR: tools are confined to it, sessions kept for it."),
     ]
     return functools.reduce(lambda f, d: d(f), reversed(decorators), command)
 
@@ -81,6 +85,7 @@ class Settings:
     session_dir: str | None
     fsync: str
     tools: list[Tool]
+    limits: dict[str, float | int] = field(default_factory=dict)  # request_timeout, max_reply_bytes
     cwd: str = field(default_factory=os.getcwd)
 
     def directory(self) -> Path:
@@ -100,6 +105,10 @@ def settings_from(options: ChatOptions) -> Settings:
     fsync = options.fsync or config.get("fsync") or "turn"
     if fsync not in FSYNC_POLICIES:
         raise Fail(f"fsync must be one of {', '.join(FSYNC_POLICIES)}, not {fsync!r}")
+    try:
+        limits = {key: limit(key, config.get(key)) for key in ("request_timeout", "max_reply_bytes")}
+    except ConfigError as error:
+        raise Fail(str(error)) from None
     return Settings(
         options=options,
         model_spec=options.model or config.get("model") or "demo",
@@ -108,12 +117,14 @@ def settings_from(options: ChatOptions) -> Settings:
         session_dir=options.session_dir or config.get("session_dir"),
         fsync=fsync,
         tools=tools,
+        limits=limits,
+        cwd=os.path.realpath(options.cwd) if options.cwd else os.getcwd(),
     )
 
 
-def make_model(spec: str, base_url: str | None) -> Model:
+def make_model(spec: str, base_url: str | None, **limits: float | int) -> Model:
     try:
-        return resolve_model(spec, base_url=base_url)
+        return resolve_model(spec, base_url=base_url, **limits)  # type: ignore[arg-type]
     except (ValueError, ModelError) as error:
         raise Fail(str(error)) from None
 
@@ -127,6 +138,7 @@ class Conversation:
 
     def __init__(self, live: LiveSession, model: Model, settings: Settings) -> None:
         self.live = live
+        live.on_move = report_moved
         self.model = model
         self.settings = settings
         self.context = live.context().messages
@@ -137,19 +149,19 @@ class Conversation:
     # -- rendering -------------------------------------------------------------------------
     def _show(self, event: Event) -> None:
         if isinstance(event, TextDelta):
-            click.echo(event.text, nl=False)
+            echo(event.text, nl=False)
             sys.stdout.flush()
             self._streamed = True
         elif isinstance(event, MessageEnd) and event.message.get("role") == "assistant":
             if self._streamed:
-                click.echo()
+                echo()
                 self._streamed = False
         elif isinstance(event, ToolCall):
             args = json.dumps(event.call.get("arguments", {}), ensure_ascii=False)
-            click.echo(f"[tool] {event.call.get('name')} {args}")
+            echo(f"[tool] {event.call.get('name')} {args}")
         elif isinstance(event, ToolResult):
             mark = "✗" if event.message.get("isError") else "→"
-            click.echo(f"[result] {event.message.get('toolName')} {mark} {render.one_line(text_of(event.message))}")
+            echo(f"[result] {event.message.get('toolName')} {mark} {render.one_line(text_of(event.message))}")
 
     def _handle(self, event: Event) -> None:
         try:
@@ -159,20 +171,21 @@ class Conversation:
         self._show(event)
 
     def ask(self, text: str) -> AgentEnd:
+        # the tools' root is where harnesskit runs (or --cwd), never a cwd read from the file
         events = run_agent(self.context, user_message(text), self.model, self.settings.tools,
-                           cwd=Path(self.live.cwd) if Path(self.live.cwd).is_dir() else None)
+                           cwd=Path(self.settings.cwd))
         end = drive(events, self._handle)
         if self._streamed:
-            click.echo()
+            echo()
             self._streamed = False
         if self.live.writer is not None:
             self.live.writer.end_turn()
         if end.error:
             self.failed = True
-            click.echo(f"harnesskit: error: {end.error}", err=True)
+            report_error(end.error)
         if end.aborted:
             self.aborted = True
-            click.echo("[aborted]", err=True)
+            echo("[aborted]", err=True)
         return end
 
     # -- in-chat commands ------------------------------------------------------------------
@@ -184,49 +197,49 @@ class Conversation:
             if name in ("exit", "quit"):
                 return False
             if name == "help":
-                click.echo(HELP_TEXT)
+                echo(HELP_TEXT)
             elif name == "tree":
                 tree = self.live.tree
                 for row in render.draw_tree(tree, None, tree.labels(), self.live.leaf_id, render.terminal_width()):
-                    click.echo(row)
+                    echo(row)
             elif name == "label":
                 ref, _, label = rest.partition(" ")
                 if not ref or not label.strip():
                     raise Fail("usage: /label ID NAME")
                 target = self.live.tree.resolve(ref)
                 self.live.append("label", targetId=target, label=label.strip())
-                click.echo(f"labelled {target} {label.strip()!r}")
+                echo(f"labelled {target} {label.strip()!r}")
             elif name == "name":
                 if not rest:
                     raise Fail("usage: /name TEXT")
                 self.live.append("session_info", name=rest)
-                click.echo(f"session named {rest!r}")
+                echo(f"session named {rest!r}")
             elif name == "model":
                 if not rest:
-                    click.echo(f"model: {self.model.provider}/{self.model.model_id}")
+                    echo(f"model: {self.model.provider}/{self.model.model_id}")
                 else:
-                    self.switch_model(make_model(rest, self.settings.base_url))
+                    self.switch_model(make_model(rest, self.settings.base_url, **self.settings.limits))
             elif name == "branch":
                 if not rest:
                     raise Fail("usage: /branch ID")
                 target = self.live.tree.resolve(rest)
                 self.live.branch(target)
                 self.context = self.live.context().messages
-                click.echo(f"leaf moved to {target}; {len(self.context)} messages in context")
+                echo(f"leaf moved to {target}; {len(self.context)} messages in context")
             elif name == "fork":
                 self.fork(rest or None)
             else:
                 raise Fail(f"unknown command /{name} (try /help)")
         except (Fail, EntryNotFound) as error:
             message = error.format_message() if isinstance(error, Fail) else str(error)
-            click.echo(f"harnesskit: error: {message}", err=True)
+            report_error(message)
         return True
 
     def switch_model(self, model: Model) -> None:
         if identity(model) != identity(self.model):
             self.live.append("model_change", **identity(model))
         self.model = model
-        click.echo(f"model: {model.provider}/{model.model_id}")
+        echo(f"model: {model.provider}/{model.model_id}")
 
     def fork(self, ref: str | None) -> None:
         live = self.live
@@ -240,12 +253,14 @@ class Conversation:
             reopened = LiveSession.reopen(load_session(new_path), self.settings.fsync)
         except (SessionError, ForkError, OSError) as error:
             self.live = LiveSession.reopen(load_session(live.path), self.settings.fsync, leaf_id=live.leaf_id)
+            self.live.on_move = report_moved
             raise Fail(f"fork failed: {error}") from None
         self.live = reopened
+        reopened.on_move = report_moved
         self.context = reopened.context().messages
         if reopened.context().model != identity(self.model):  # e.g. a model_change still deferred
             reopened.defer("model_change", **identity(self.model))
-        click.echo(f"forked to {new_path}")
+        echo(f"forked to {new_path}")
 
     # -- the prompt loop --------------------------------------------------------------------
     def run(self, prompts: tuple[str, ...]) -> int:
@@ -310,18 +325,26 @@ def read_prompts(live: LiveSession) -> Iterator[str]:
             yield line.rstrip("\r\n")
 
 
+def report_moved(old: Path, new: Path) -> None:
+    warn(f"{old} was deleted or replaced during the chat; the whole session goes on in {new}")
+
+
 def report_saved(live: LiveSession) -> None:
     if live.path is None or live.writer is None:
-        click.echo("session: not saved (--no-session)")
+        echo("session: not saved (--no-session)")
     elif live.created:
-        click.echo(f"session: {live.path} ({live.saved_messages} messages saved this run)")
+        echo(f"session: {live.path} ({live.saved_messages} messages saved this run)")
     else:
-        click.echo("session: not created (no reply yet, nothing saved)")
+        echo("session: not created (no reply yet, nothing saved)")
 
 
 def start_new(settings: Settings, model: Model) -> LiveSession:
     directory = None if settings.options.no_session else settings.directory()
-    return LiveSession.new(directory, settings.cwd, settings.fsync, identity(model))
+    try:
+        return LiveSession.new(directory, settings.cwd, settings.fsync, identity(model))
+    except OSError as error:
+        raise Fail(f"{directory}: cannot write the session there: {error.strerror or error} "
+                   f"(choose another --session-dir, or --no-session)") from None
 
 
 @click.command("chat")
@@ -343,7 +366,7 @@ def chat(**kwargs: object) -> None:
     """
     options = ChatOptions(**kwargs)  # type: ignore[arg-type]
     settings = settings_from(options)
-    model = make_model(settings.model_spec, settings.base_url)
+    model = make_model(settings.model_spec, settings.base_url, **settings.limits)
     live = start_new(settings, model)
     raise SystemExit(Conversation(live, model, settings).run(options.prompts))
 
@@ -356,6 +379,9 @@ def open_live(path: Path, settings: Settings, leaf_ref: str | None) -> LiveSessi
     from .inspect import open_for_reading
 
     session = open_for_reading(str(path), load_for_continue)  # decodes only what the context needs
+    if session.dialect.foreign and not settings.options.no_session:
+        raise Fail(f"{path}: a {session.dialect} file is another harness's and is never appended to; run "
+                   f"`harnesskit import {path}` and continue the pi session it writes")
     if session.dialect.legacy and not settings.options.no_session:
         # Appending v3 entries to a legacy file would make a mixed file pi cannot read as one
         # (and v1 ids are re-derived from line order on every read, so appended ids would be lost).

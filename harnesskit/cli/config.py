@@ -9,6 +9,7 @@ import click
 from harnesskit import config as cfg
 
 from .errors import Fail
+from .screen import echo
 
 
 @click.group("config")
@@ -38,7 +39,7 @@ def get(key: str) -> None:
         value = cfg.load_config().get(key)
     except cfg.ConfigError as error:
         raise Fail(str(error)) from None
-    click.echo("" if value is None else str(value))
+    echo("" if value is None else str(value))
 
 
 @config.command("set")
@@ -56,7 +57,7 @@ def set_(key: str, value: str, project: bool) -> None:
         raise Fail(str(error)) from None
     except OSError as error:
         raise Fail(f"{path}: {error.strerror or error}") from None
-    click.echo(f"{key} = {value} ({path})")
+    echo(f"{key} = {value} ({path})")
 
 
 @config.command("list")
@@ -68,4 +69,4 @@ def list_() -> None:
         raise Fail(str(error)) from None
     for key in cfg.KEYS:
         value = loaded.get(key)
-        click.echo(f"{key} = {'' if value is None else value}  ({loaded.sources.get(key, 'default')})")
+        echo(f"{key} = {'' if value is None else value}  ({loaded.sources.get(key, 'default')})")

@@ -14,6 +14,7 @@ from . import render
 from .chat import ChatOptions, Conversation, Settings, chat_options, identity, make_model, open_live, settings_from
 from .chat import start_new as start_new_session
 from .errors import Fail, warn
+from .screen import echo
 
 
 def find_session(ref: str, settings: Settings) -> Path:
@@ -42,6 +43,7 @@ def continue_(session: str | None, from_ref: str | None, **kwargs: object) -> No
     With no argument, the most recent session of this directory (newest valid file); with none
     found, says so and starts a new one. The model the session last used is restored unless
     --model is given. A session another process is writing is refused (fork it instead).
+    Tools work in this directory (or --cwd DIR), never in the cwd the file records.
 
     \b
     Examples:
@@ -49,6 +51,7 @@ def continue_(session: str | None, from_ref: str | None, **kwargs: object) -> No
       harnesskit continue -p "what did you compute before?"
       harnesskit continue 01a23125            # a session id prefix
       harnesskit continue path/to/session.jsonl --from checkpoint-1
+      harnesskit continue downloaded.jsonl --cwd ~/proj   # tools see ~/proj, whatever the file says
     """
     options = ChatOptions(**kwargs)  # type: ignore[arg-type]
     settings = settings_from(options)
@@ -56,7 +59,7 @@ def continue_(session: str | None, from_ref: str | None, **kwargs: object) -> No
         path = store.most_recent(settings.directory())
         if path is None:
             warn(f"no session found in {settings.directory()}; starting a new one")
-            model = make_model(settings.model_spec, settings.base_url)
+            model = make_model(settings.model_spec, settings.base_url, **settings.limits)
             live = start_new_session(settings, model)
             raise SystemExit(Conversation(live, model, settings).run(options.prompts))
     else:
@@ -70,19 +73,27 @@ def continue_(session: str | None, from_ref: str | None, **kwargs: object) -> No
         if not settings.model_given and restored is None and context.model:
             warn(f"the session's model {context.model.get('provider')}/{context.model.get('modelId')} is not one "
                  f"harnesskit runs; using {spec}")
-        model = make_model(spec, settings.base_url)
+        model = make_model(spec, settings.base_url, **settings.limits)
         if context.model != identity(model):
             live.defer("model_change", **identity(model))  # written only if this run appends anything
     except BaseException:
         live.close()
         raise
+    warn_elsewhere(live, settings)
     announce(live)
     raise SystemExit(Conversation(live, model, settings).run(options.prompts))
+
+
+def warn_elsewhere(live: LiveSession, settings: Settings) -> None:
+    """A file says where it was recorded; that is a claim, not a place to run tools in."""
+    recorded = live.header.get("cwd")
+    if isinstance(recorded, str) and recorded != settings.cwd:
+        warn(f"{live.path}: recorded in {recorded!r}, not here; tools stay confined to {settings.cwd}")
 
 
 def announce(live: LiveSession) -> None:
     messages = live.context().messages
     roles = " → ".join(str(m.get("role")) for m in messages)
-    click.echo(f"Restored {len(messages)} messages: {roles}" if messages else "Restored 0 messages")
+    echo(f"Restored {len(messages)} messages: {roles}" if messages else "Restored 0 messages")
     if messages:
-        click.echo(f"Last message: {render.cut(render.one_line(text_of(messages[-1])), 200)}")
+        echo(f"Last message: {render.cut(render.one_line(text_of(messages[-1])), 200)}")

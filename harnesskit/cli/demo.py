@@ -13,6 +13,7 @@ from .chat import ChatOptions, Conversation, identity, make_model, open_live, se
 from .continue_ import announce
 from .errors import Fail
 from .inspect import entries_table, header_line
+from .screen import echo
 
 NEWLINE = b"\n"
 FIRST_RUN = ("hello", "what is 12*8")
@@ -22,15 +23,15 @@ SECOND_RUN = ("what did you compute before?",)
 def _show_file(path: Path) -> bytes:
     data = path.read_bytes()
     session = load_session(path)
-    click.echo(f"\n[session file] {path} ({data.count(NEWLINE)} lines)")
-    click.echo(header_line(session))
-    click.echo(entries_table(session, None, "simple", 120))
+    echo(f"\n[session file] {path} ({data.count(NEWLINE)} lines)")
+    echo(header_line(session))
+    echo(entries_table(session, None, "simple", 120))
     return data
 
 
 def _talk(conversation: Conversation, prompts: tuple[str, ...]) -> None:
     for text in prompts:
-        click.echo(f"\nyou> {text}")
+        echo(f"\nyou> {text}")
         end = conversation.ask(text)
         if end.error or end.aborted:
             raise Fail(f"the demo model failed: {end.error or 'aborted'}")
@@ -59,16 +60,16 @@ def demo(directory: Path) -> None:
     settings.cwd = str(directory)
     model = make_model("demo", None)
 
-    click.echo("harnesskit demo: a session saved, then restored (offline demo model)")
-    click.echo("\n=== First run: a new session ===")
+    echo("harnesskit demo: a session saved, then restored (offline demo model)")
+    echo("\n=== First run: a new session ===")
     first = Conversation(start_new(settings, model), model, settings)
     _talk(first, FIRST_RUN)
     first.live.close()
-    click.echo(f"\nRun ended, {first.live.saved_messages} messages saved.")
+    echo(f"\nRun ended, {first.live.saved_messages} messages saved.")
     assert first.live.path is not None
     before = _show_file(first.live.path)
 
-    click.echo("\n=== Restart: `harnesskit continue` restores the session ===\n")
+    echo("\n=== Restart: `harnesskit continue` restores the session ===\n")
     path = store.most_recent(sessions)
     if path is None:
         raise Fail(f"no session found in {sessions}")
@@ -79,9 +80,9 @@ def demo(directory: Path) -> None:
         raise Fail("the restored session lost its model")
     _talk(second, SECOND_RUN)
     second.live.close()
-    click.echo(f"\nAfter continuing, the session has {len(second.context)} messages.")
+    echo(f"\nAfter continuing, the session has {len(second.context)} messages.")
     after = _show_file(path)
     unchanged = after.startswith(before)
-    click.echo(f"\nEvery line of the first run is unchanged: {'yes' if unchanged else 'NO'}")
+    echo(f"\nEvery line of the first run is unchanged: {'yes' if unchanged else 'NO'}")
     if not unchanged:
         raise SystemExit(1)

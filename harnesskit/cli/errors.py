@@ -1,8 +1,13 @@
-"""How every command reports a failure: one line on stderr, a meaningful exit code."""
+"""How every command reports a failure: one line on stderr, a meaningful exit code.
+
+A message may quote a file's content, so it is shown through `echo` (control characters visible)
+with its newlines spelled ``\\n``: one line, whatever it quotes."""
 
 from __future__ import annotations
 
 import click
+
+from .screen import echo
 
 USAGE = 2
 FOUND_PROBLEMS = 1
@@ -16,8 +21,13 @@ class Fail(click.ClickException):
         self.exit_code = code
 
     def show(self, file=None) -> None:  # noqa: ANN001 - click's signature
-        click.echo(f"harnesskit: error: {self.format_message()}", err=True)
+        report_error(self.format_message())
+
+
+def report_error(message: str) -> None:
+    """The error line, for a failure the command goes on after (a failed turn, one file of many)."""
+    echo(f"harnesskit: error: {message}".replace("\n", "\\n"), err=True)
 
 
 def warn(message: str) -> None:
-    click.echo(f"harnesskit: warning: {message}", err=True)
+    echo(f"harnesskit: warning: {message}".replace("\n", "\\n"), err=True)

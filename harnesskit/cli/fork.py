@@ -12,6 +12,7 @@ from harnesskit.session.fork import ForkError, write_fork
 
 from .errors import Fail
 from .inspect import open_for_reading, resolve_leaf
+from .screen import echo
 
 
 @click.command("fork")
@@ -42,4 +43,4 @@ def fork(file: Path, at_ref: str | None, everything: bool, cwd: Path | None, ses
         path = write_fork(source, store.session_dir(target_cwd, session_dir), target_cwd, at, everything)
     except (ForkError, OSError) as error:
         raise Fail(str(error)) from None
-    click.echo(str(path))
+    echo(str(path))

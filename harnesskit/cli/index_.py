@@ -11,6 +11,7 @@ from harnesskit.session import catalog, store
 
 from .errors import Fail
 from .indexing import refreshed
+from .screen import echo
 
 
 @click.command("index")
@@ -36,7 +37,7 @@ def index(files: tuple[Path, ...], rebuild: bool, quiet: bool) -> None:
     conn, stats = refreshed(quiet, rebuild, only=[catalog.Source(f.resolve()) for f in files] or None)
     conn.close()
     if not quiet:
-        click.echo(f"{catalog.default_path(store.home_dir())}: {stats.files} session files "
+        echo(f"{catalog.default_path(store.home_dir())}: {stats.files} session files "
                    f"({stats.read_full} read, {stats.read_on} read on, {stats.unchanged} unchanged, "
                    f"{stats.dropped} dropped; {stats.messages} messages added) in "
                    f"{time.monotonic() - started:.2f} s")

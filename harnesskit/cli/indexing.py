@@ -20,13 +20,13 @@ PROGRESS_AFTER = 1.0  # seconds of reading before a bar is worth showing
 
 
 def sources() -> list[catalog.Source]:
-    """Every session file the index covers: pi's layout under $HARNESSKIT_HOME, and the flat
-    session directory of HARNESSKIT_SESSION_DIR when it is set."""
+    """Every session file the index covers: pi's layout under $HARNESSKIT_HOME, the flat session
+    directory of HARNESSKIT_SESSION_DIR when it is set, and Claude Code's and Codex's stores."""
     directories = store.all_session_dirs()
     override = os.environ.get("HARNESSKIT_SESSION_DIR")
     if override:
         directories.append(Path(override).expanduser())
-    return list(catalog.pi_sources(directories))
+    return [*catalog.pi_sources(directories), *catalog.harness_sources()]
 
 
 class _Progress:

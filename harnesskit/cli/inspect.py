@@ -14,6 +14,7 @@ from harnesskit.session.tree import EntryNotFound, build_context
 
 from . import render
 from .errors import Fail, warn
+from .screen import echo
 
 FORMATS = sorted(tabulate_module.tabulate_formats)
 
@@ -66,9 +67,12 @@ def resolve_leaf(session: Session, ref: str | None) -> str | None:
               help="Any tabulate table format.")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per row (first: the header).")
 @click.option("--width", type=int, default=None, help="Cut summaries to this many columns (default: terminal).")
+@click.option("--from", "source", type=click.Choice(["pi", "claude", "codex"]), default=None,
+              help="Read FILE as this harness's format (default: told by the first lines).")
 def inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: bool, show_stats: bool, fmt: str,
-            as_json: bool, width: int | None) -> None:
-    """Show what is in a session FILE (any dialect: pi v1/v2/v3, tutorial v1).
+            as_json: bool, width: int | None, source: str | None) -> None:
+    """Show what is in a session FILE (pi v1/v2/v3, tutorial v1, a Claude Code transcript or a
+    Codex rollout, read into the same entries: see the README's sections per harness).
 
     \b
     Examples:
@@ -77,10 +81,11 @@ def inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: boo
       harnesskit inspect session.jsonl --leaf checkpoint-1 --context
       harnesskit inspect session.jsonl --stats --format github
       harnesskit inspect session.jsonl --json | jq -r .summary
+      harnesskit inspect ~/.claude/projects/-home-me-proj/<uuid>.jsonl --context
     """
     if sum([show_tree, show_context, show_stats]) > 1:
         raise Fail("choose one of --tree, --context, --stats")
-    session = open_for_reading(str(file))
+    session = open_for_reading(str(file), lambda path: load_session(path, fmt=source))
     tree = session.tree
     leaf = resolve_leaf(session, leaf_ref)
     cols = None if as_json else (width or render.terminal_width())
@@ -88,15 +93,15 @@ def inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: boo
     if show_stats:
         stats = session_stats(tree)
         if as_json:
-            click.echo(render.json_line(stats))
+            echo(render.json_line(stats))
             return
-        click.echo(header_line(session))
+        echo(header_line(session))
         summary = [[k, stats[k]] for k in ("entries", "roots", "branch_points", "leaves", "depth", "cost")]
-        click.echo(render.tabulate([*summary], headers=["stat", "value"], tablefmt=fmt, disable_numparse=True))
+        echo(render.tabulate([*summary], headers=["stat", "value"], tablefmt=fmt, disable_numparse=True))
         for title, key in (("type", "types"), ("role", "roles"), ("tool", "tool_calls"), ("tokens", "tokens")):
             if stats[key]:
-                click.echo()
-                click.echo(render.tabulate(list(stats[key].items()), headers=[title, "count"], tablefmt=fmt))
+                echo()
+                echo(render.tabulate(list(stats[key].items()), headers=[title, "count"], tablefmt=fmt))
         return
 
     if show_context:
@@ -104,14 +109,14 @@ def inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: boo
         context = build_context(tree, leaf if leaf_ref is not None else ...)
         if as_json:
             for message in context.messages:
-                click.echo(render.json_line(message))
+                echo(render.json_line(message))
             return
-        click.echo(header_line(session))
+        echo(header_line(session))
         model = context.model or {}
-        click.echo(f"context from leaf {context.leaf_id}: {len(context.messages)} messages, "
+        echo(f"context from leaf {context.leaf_id}: {len(context.messages)} messages, "
                    f"model {model.get('provider')}/{model.get('modelId')}, thinking {context.thinking_level}")
         rows = [[i + 1, m.get("role"), render.message_summary(m)] for i, m in enumerate(context.messages)]
-        click.echo(render.table(rows, ["#", "role", "content"], fmt, cols, 2))
+        echo(render.table(rows, ["#", "role", "content"], fmt, cols, 2))
         return
 
     path = None if leaf_ref is None else tree.path(tree.by_id.get(leaf) if leaf else None)
@@ -122,22 +127,22 @@ def inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: boo
             for pos in path if path is not None else range(len(tree)):
                 row = _row(session, pos, labels, leaf)
                 row["children"] = [tree.ids[c] for c in kids.get(pos, [])]
-                click.echo(render.json_line(row))
+                echo(render.json_line(row))
             return
-        click.echo(header_line(session))
+        echo(header_line(session))
         for line in render.draw_tree(tree, path, labels, leaf, cols):
-            click.echo(line)
+            echo(line)
         return
 
     positions = path if path is not None else range(len(tree))
     if as_json:
-        click.echo(render.json_line({"kind": "header", "line": session.header_line, "dialect": str(session.dialect),
+        echo(render.json_line({"kind": "header", "line": session.header_line, "dialect": str(session.dialect),
                                      "header": session.header}))
         for pos in positions:
-            click.echo(render.json_line(_row(session, pos, labels, leaf)))
+            echo(render.json_line(_row(session, pos, labels, leaf)))
         return
-    click.echo(header_line(session))
-    click.echo(entries_table(session, path, fmt, cols))
+    echo(header_line(session))
+    echo(entries_table(session, path, fmt, cols))
 
 
 def entries_table(session: Session, path: list[int] | None, fmt: str, cols: int | None) -> str:

@@ -6,11 +6,12 @@ import os
 from datetime import datetime
 
 import click
-from tabulate import tabulate
 
 from harnesskit.session import store
+from harnesskit.text import visible
 
 from . import render
+from .screen import echo
 
 
 @click.command("list")
@@ -18,7 +19,9 @@ from . import render
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines, one session per line.")
 @click.option("-n", "limit", type=click.IntRange(min=1), default=None, help="At most N sessions.")
 @click.option("--session-dir", metavar="DIR", help="List this directory instead.")
-def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str | None) -> None:
+@click.option("--harness", type=click.Choice(["pi", "claude", "codex", "all"]), default="pi", show_default=True,
+              help="Whose sessions of this directory: harnesskit's (pi format), Claude Code's, Codex's, or all.")
+def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str | None, harness: str) -> None:
     """List sessions, newest first: modified, id, name (or first prompt), messages, path.
 
     \b
@@ -26,20 +29,28 @@ def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str |
       harnesskit list
       harnesskit list --all -n 20
       harnesskit list --json | jq -r .path
+      harnesskit list --harness claude      # ~/.claude/projects/<this dir>/ ($CLAUDE_CONFIG_DIR wins)
+      harnesskit list --harness all -n 10
     """
+    if harness != "pi":
+        from .list_harnesses import list_harnesses
+
+        list_harnesses(harness, as_json, limit, session_dir, everywhere)
+        return
     directories = store.all_session_dirs() if everywhere else [store.session_dir(os.getcwd(), session_dir)]
     summaries = store.list_sessions(directories)[:limit]
     if as_json:
         for s in summaries:
-            click.echo(render.json_line({
+            echo(render.json_line({
                 "path": str(s.path), "id": s.session_id, "modified": s.modified, "cwd": s.cwd,
                 "name": s.name, "firstMessage": s.first_user, "messages": s.messages,
             }))
         return
     if not summaries:
-        click.echo("no sessions" + ("" if everywhere else f" in {directories[0]}"), err=True)
+        echo("no sessions" + ("" if everywhere else f" in {directories[0]}"), err=True)
         return
     rows = [[datetime.fromtimestamp(s.modified).strftime("%Y-%m-%d %H:%M"), s.session_id[:13],
-             render.cut(render.one_line(s.name or s.first_user or ""), 48), s.messages, str(s.path)] for s in summaries]
-    click.echo(tabulate(rows, headers=["modified", "id", "name / first message", "messages", "path"],
-                        disable_numparse=True))
+             render.cut(visible(render.one_line(s.name or s.first_user or "")), 48), s.messages, str(s.path)]
+            for s in summaries]
+    echo(render.tabulate(rows, headers=["modified", "id", "name / first message", "messages", "path"],
+                         disable_numparse=True))

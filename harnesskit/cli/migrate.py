@@ -9,7 +9,8 @@ import click
 from harnesskit.session.rewrite import MigrationRefused, migrate_file, plan
 from harnesskit.session.writer import SessionLocked
 
-from .errors import FOUND_PROBLEMS, USAGE
+from .errors import FOUND_PROBLEMS, USAGE, report_error
+from .screen import echo
 
 
 @click.command("migrate")
@@ -35,25 +36,25 @@ def migrate(files: tuple[Path, ...], check: bool) -> None:
                 result, _ = plan(path)
                 if result.needed:
                     pending += 1
-                    click.echo(f"would migrate {path} ({result.source} → pi v3, {result.entries} entries)")
+                    echo(f"would migrate {path} ({result.source} → pi v3, {result.entries} entries)")
                 else:
-                    click.echo(f"{path}: already pi v3")
+                    echo(f"{path}: already pi v3")
                 continue
             result = migrate_file(path)
         except (MigrationRefused, SessionLocked) as error:
             refused += 1
             hint = "; try again when it is closed" if isinstance(error, SessionLocked) else ""
-            click.echo(f"harnesskit: error: {error}{hint}", err=True)
+            report_error(f"{error}{hint}")
             continue
         except OSError as error:
             refused += 1
-            click.echo(f"harnesskit: error: {path}: {error.strerror or error}", err=True)
+            report_error(f"{path}: {error.strerror or error}")
             continue
         if result.needed:
-            click.echo(f"migrated {path} ({result.source} → pi v3, {result.entries} entries; original kept as "
+            echo(f"migrated {path} ({result.source} → pi v3, {result.entries} entries; original kept as "
                        f"{path.name}.bak)")
         else:
-            click.echo(f"{path}: already pi v3, unchanged")
+            echo(f"{path}: already pi v3, unchanged")
     if refused:
         raise SystemExit(USAGE)
     if check and pending:

@@ -6,9 +6,10 @@ import shutil
 from collections.abc import Iterable, Iterator
 
 import orjson
-from tabulate import tabulate
+from tabulate import tabulate as _tabulate
 
 from harnesskit.session.tree import Tree
+from harnesskit.text import escape_json, visible
 
 BASE_KEYS = {"type", "id", "parentId", "timestamp"}
 
@@ -110,8 +111,25 @@ def terminal_width() -> int:
     return shutil.get_terminal_size((120, 24)).columns
 
 
+def tabulate(rows: Iterable[Iterable[object]], headers: list[str], tablefmt: str = "simple", **options: object) -> str:
+    """tabulate, with every text cell made `visible` first: escapes widen a cell, so they must be in
+    place before columns are measured. Numbers stay numbers, for alignment, except integers beyond
+    any float, which tabulate cannot measure."""
+    shown = [[_cell(c) for c in row] for row in rows]
+    return _tabulate(shown, headers=headers, tablefmt=tablefmt, **options)
+
+
+def _cell(value: object) -> object:
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, int) and value.bit_length() > 1000:
+        return str(value)
+    return value
+
+
 def table(rows: list[list[object]], headers: list[str], fmt: str, width: int | None, cut_col: int) -> str:
     """A tabulate table whose `cut_col` is shortened so each row fits `width` (None: no cutting)."""
+    rows = [[visible(str(c)) for c in r] for r in rows]
     if width is not None and rows:
         others = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers)) if i != cut_col]
         room = max(width - sum(others) - 2 * len(headers) - 2, 16)
@@ -156,15 +174,19 @@ def draw_tree(tree: Tree, positions: Iterable[int] | None, labels: dict[str, str
         marks = f" [{labels[entry_id]}]" if entry_id in labels else ""
         if entry_id == leaf:
             marks += " ← leaf"
-        text = f"{lead}{entry_id} {entry_kind(entry)}{marks}: {entry_summary(entry)}"
+        text = visible(f"{lead}{entry_id} {entry_kind(entry)}{marks}: {entry_summary(entry)}")
         yield cut(text, width) if width else text
         stack.extend(branches(kids.get(pos, []), prefix))
 
 
 def json_line(obj: object) -> str:
+    """One exact JSON line that is also safe on a terminal (see `escape_json`). The stdlib writes
+    what orjson refuses: integers beyond 64 bits, lone surrogates."""
     try:
-        return orjson.dumps(obj).decode()
+        data = orjson.dumps(obj)
     except TypeError:
         import json
 
-        return json.dumps(obj, ensure_ascii=False)
+        return escape_json(json.dumps(obj, ensure_ascii=False))
+    # DEL is 7f and C1 is c2 80..9f in UTF-8 (orjson writes no surrogate): a byte search skips the rest
+    return escape_json(data.decode()) if b"\x7f" in data or b"\xc2" in data else data.decode()

@@ -11,10 +11,12 @@ from pathlib import Path
 import click
 
 from harnesskit.session import catalog
+from harnesskit.text import visible
 
 from . import render
 from .errors import Fail
 from .indexing import parse_day, refreshed
+from .screen import echo
 
 ROLES = ("user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary")
 
@@ -35,10 +37,14 @@ def _time(ms: int | None) -> str:
 
 
 def _marked(snippet: str, bold: bool) -> str:
-    text = render.one_line(snippet)
-    if bold:
-        return text.replace("\x02", "\x1b[1m").replace("\x03", "\x1b[22m")
-    return text.replace("\x02", "[").replace("\x03", "]")
+    """The snippet made safe for a terminal, then its matches marked (bold, or [ ] into a pipe)."""
+    start, end = ("\x1b[1m", "\x1b[22m") if bold else ("[", "]")
+    pieces = render.one_line(snippet).split("\x02")
+    out = [visible(pieces[0])]
+    for piece in pieces[1:]:
+        match, _, rest = piece.partition("\x03")
+        out.append(start + visible(match) + end + visible(rest))
+    return "".join(out)
 
 
 @click.command("search")
@@ -85,7 +91,7 @@ def search(query: str, harness: str | None, cwd: str | None, everywhere: bool, s
         conn.close()
     if as_json:
         for hit in hits:
-            click.echo(render.json_line({
+            echo(render.json_line({
                 "path": hit.path, "harness": hit.harness, "sessionId": hit.session_id, "cwd": hit.cwd,
                 "entryId": hit.entry_id, "line": hit.line, "role": hit.role, "timestamp": hit.time_ms,
                 "snippet": hit.snippet.replace("\x02", "").replace("\x03", ""), "rank": hit.rank,
@@ -93,11 +99,11 @@ def search(query: str, harness: str | None, cwd: str | None, everywhere: bool, s
         return
     if not hits:
         where = "" if scope is None else f" in sessions of {scope} (--all for every directory)"
-        click.echo(f"no match for {query!r}{where}", err=True)
+        echo(f"no match for {query!r}{where}", err=True)
         return
     bold = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     for number, hit in enumerate(hits, 1):
-        click.echo(f"{number}. {_time(hit.time_ms)}  {hit.role}  {(hit.session_id or '?')[:13]}  {hit.cwd or ''}")
-        click.echo(f"   {_marked(hit.snippet, bold)}")
+        echo(f"{number}. {_time(hit.time_ms)}  {hit.role}  {(hit.session_id or '?')[:13]}  {hit.cwd or ''}")
+        click.echo(f"   {_marked(hit.snippet, bold)}")  # made visible piece by piece: only our marks are raw
         for command in opens(hit):
-            click.echo(f"   {command}")
+            echo(f"   {command}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import click
-from tabulate import tabulate
 
 from harnesskit.config import ConfigError, load_config
 from harnesskit.session import catalog, pricing
@@ -12,6 +11,7 @@ from harnesskit.session.usage import REPORTS, Totals, report
 from . import render
 from .errors import Fail
 from .indexing import parse_day, refreshed
+from .screen import echo
 
 COLUMNS = ["input", "output", "cache read", "cache write", "total tokens", "cost"]
 
@@ -64,7 +64,7 @@ def usage(kind: str, since: str | None, until: str | None, harness: str | None, 
     finally:
         conn.close()
     if as_json:
-        click.echo(render.json_line({
+        echo(render.json_line({
             "report": kind,
             "groups": [{"key": g.key, **g.totals.as_dict(),
                         **({"models": {m: t.as_dict() for m, t in g.models.items()}} if breakdown else {})}
@@ -74,7 +74,7 @@ def usage(kind: str, since: str | None, until: str | None, harness: str | None, 
         }))
         return
     if not groups:
-        click.echo("no usage recorded" + (" in that period" if since or until else ""), err=True)
+        echo("no usage recorded" + (" in that period" if since or until else ""), err=True)
         return
     rows = []
     for group in groups:
@@ -82,5 +82,5 @@ def usage(kind: str, since: str | None, until: str | None, harness: str | None, 
         if breakdown:
             rows += [[f"  └ {model}", *_cells(totals)] for model, totals in sorted(group.models.items())]
     rows.append(["total", *_cells(grand)])
-    click.echo(tabulate(rows, headers=[kind, *COLUMNS], disable_numparse=True,
+    echo(render.tabulate(rows, headers=[kind, *COLUMNS], disable_numparse=True,
                         colalign=("left", *["right"] * len(COLUMNS))))

@@ -10,11 +10,15 @@ import click
 from harnesskit.session.check import FileReport, Problem, check_file, expand_paths
 
 from . import render
-from .errors import FOUND_PROBLEMS, USAGE
+from .errors import FOUND_PROBLEMS, USAGE, report_error
+from .screen import echo
+
+#: warnings --strict leaves warnings: other harnesses' formats gain line types every month
+STAYS_WARNING = frozenset({"unknown-line-type"})
 
 
 def _strict(report: FileReport) -> FileReport:
-    report.problems = [replace(p, severity="error") for p in report.problems]
+    report.problems = [p if p.code in STAYS_WARNING else replace(p, severity="error") for p in report.problems]
     return report
 
 
@@ -42,7 +46,9 @@ def _github(problem: Problem) -> str:
 @click.option("--strict", is_flag=True, help="Treat warnings (legacy versions, unknown types…) as errors.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
               help="text for people, json for scripts, github for workflow annotations.")
-def validate(paths: tuple[str, ...], strict: bool, fmt: str) -> None:
+@click.option("--from", "source", type=click.Choice(["pi", "claude", "codex"]), default=None,
+              help="Read every file as this harness's format (default: told by the first lines).")
+def validate(paths: tuple[str, ...], strict: bool, fmt: str, source: str | None) -> None:
     """Check session files against the JSON Schemas and the structural rules.
 
     PATHS are files or directories (searched recursively for *.jsonl). Exit 0 when every file is
@@ -54,12 +60,14 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str) -> None:
       harnesskit validate ~/.harnesskit/sessions --strict
       harnesskit validate sessions/ --format github     # in a GitHub Actions step
       harnesskit validate sessions/ --format json | jq .summary
+      harnesskit validate ~/.claude/projects/-home-me-proj/     # Claude Code transcripts
+      harnesskit validate --from codex rollout.jsonl
     """
     missing = [p for p in paths if not Path(p).exists()]
     files = expand_paths([p for p in paths if p not in missing])
     reports: list[FileReport] = []
     for file in files:
-        report = check_file(file)
+        report = check_file(file, fmt=source, strict=strict)
         reports.append(_strict(report) if strict else report)
     problems = [p for r in reports for p in r.problems]
     errors = [p for p in problems if p.severity == "error"]
@@ -69,7 +77,7 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str) -> None:
                "missing": missing}
 
     if fmt == "json":
-        click.echo(render.json_line({
+        echo(render.json_line({
             "files": [{"file": r.file, "dialect": r.dialect, "entries": r.entries,
                        "errors": r.count("error"), "warnings": r.count("warning")} for r in reports],
             "entries": entries,
@@ -80,12 +88,12 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str) -> None:
     else:
         line = _github if fmt == "github" else _text
         for problem in problems:
-            click.echo(line(problem))
+            echo(line(problem))
         s = "" if len(reports) == 1 else "s"
-        click.echo(f"checked {len(reports)} file{s}, {entries} entries: {len(errors)} error"
+        echo(f"checked {len(reports)} file{s}, {entries} entries: {len(errors)} error"
                    f"{'' if len(errors) == 1 else 's'}, {len(warnings)} warning{'' if len(warnings) == 1 else 's'}")
     for path in missing:
-        click.echo(f"harnesskit: error: {path}: no such file or directory", err=True)
+        report_error(f"{path}: no such file or directory")
     if missing:
         raise SystemExit(USAGE)
     if errors:

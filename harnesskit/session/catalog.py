@@ -329,7 +329,7 @@ def _read_loaded(source: Source) -> Found | None:
     from .loader import SessionError, load_session
 
     try:
-        session = load_session(source.path)
+        session = load_session(source.path, fmt=source.harness)
     except SessionError:
         return None
     found = Found(header=session.header)
@@ -377,6 +377,21 @@ def pi_sources(directories: Iterable[Path]) -> Iterator[Source]:
                 for item in found:
                     if item.name.endswith(".jsonl") and item.is_file():
                         yield Source(Path(item.path), "pi")
+        except OSError:
+            continue
+
+
+def harness_sources() -> Iterator[Source]:
+    """The other harnesses' transcripts, each in its own store: Claude Code's projects (subagent
+    transcripts included: their tokens were spent too) and Codex's dated rollouts."""
+    from .formats.stores import claude_root, codex_root
+
+    for harness, root, pattern in (("claude", claude_root(), "**/*.jsonl"),
+                                   ("codex", codex_root(), "*/*/*/rollout-*.jsonl")):
+        try:
+            for path in sorted(root.glob(pattern)):
+                if path.is_file():
+                    yield Source(path, harness)
         except OSError:
             continue
 

@@ -94,11 +94,13 @@ _REFERENCES = {
 _BUFFER = 1 << 17  # read buffer for the lines after the header
 
 
-def check_file(path: str | os.PathLike[str], *, workers: int | None = None) -> FileReport:
+def check_file(path: str | os.PathLike[str], *, workers: int | None = None, fmt: str | None = None,
+               strict: bool = False) -> FileReport:
     """Check one file; a file that cannot be read at all is one error in its report.
 
     `workers` is how many processes may check a large file (default: 2 when there are two cores);
-    the report is the same whatever it is.
+    the report is the same whatever it is. `fmt` forces a format (pi, claude, codex; default: the
+    first lines tell); `strict` adds the remarks only --strict shows (unknown line types of others).
     """
     report = FileReport(str(path))
     try:
@@ -112,7 +114,15 @@ def check_file(path: str | os.PathLike[str], *, workers: int | None = None) -> F
     gc.disable()  # millions of small retained objects make the cyclic GC dominate the run
     try:
         with fp:
-            _check_stream(fp, _State(report), workers)
+            from .formats import sniff
+
+            fmt = fmt or sniff(path)
+            if fmt != "pi":
+                from .formats.validate import check_foreign
+
+                check_foreign(fp, _State(report), fmt, strict)
+            else:
+                _check_stream(fp, _State(report), workers)
     finally:
         if enabled:
             gc.enable()

@@ -3,18 +3,21 @@ into appended entries. The agent loop never sees this; the chat command subscrib
 
 from __future__ import annotations
 
-import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harnesskit.agent.events import Event, MessageEnd, TurnEnd
 
 from .format import entry as make_entry
-from .format import new_entry_id, session_header
+from .format import iso_now, new_entry_id, session_header
 from .loader import Session
 from .store import session_filename
 from .tree import Context, Tree, build_context
-from .writer import SessionWriter
+from .writer import SessionWriter, check_creatable
+
+_PLAIN = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
 def model_spec(model: dict | None) -> str | None:
@@ -37,19 +40,39 @@ class LiveSession:
     path: Path | None
     writer: SessionWriter | None
     leaf_id: str | None
-    cwd: str
-    header: dict
+    header: dict  # its cwd is what the file says, never where tools run (the caller's cwd is)
     _pending: list[dict] = field(default_factory=list)  # entries held until the first message
     saved_messages: int = 0
     _next_line: int = 0
+    #: told (old path, new path) when the file was deleted or replaced and the session went on in a copy
+    on_move: Callable[[Path, Path], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.writer is not None:
+            session_id = self.header.get("id")  # from a file: used in a name only if it is a plain word
+            stem = session_id if isinstance(session_id, str) and _PLAIN.fullmatch(session_id) else "session"
+            self.writer.fresh_name = lambda: session_filename(iso_now(), stem)
+            self.writer.on_move = self._moved
+
+    def _moved(self, old: Path, new: Path) -> None:
+        self.path = new
+        moved_to = getattr(self.tree.entries, "moved_to", None)
+        if moved_to is not None:  # entries read lazily: the copy has the same bytes at the same offsets
+            moved_to(new)
+        if self.on_move is not None:
+            self.on_move(old, new)
 
     @classmethod
     def new(cls, directory: Path | None, cwd: str, fsync: str, model: dict, *,
             parent_session: str | None = None) -> LiveSession:
+        """A new session; the file itself is written at the first reply, but whether it can be is
+        checked now (OSError), before any model is asked: a reply must never stream into nowhere."""
+        if directory is not None:
+            check_creatable(directory)
         header = session_header(cwd, parent_session=parent_session)
         path = None if directory is None else directory / session_filename(header["timestamp"], header["id"])
         writer = None if path is None else SessionWriter(path, header=header, fsync=fsync)
-        live = cls(Tree.from_entries([], []), path, writer, None, cwd, header, _next_line=2)
+        live = cls(Tree.from_entries([], []), path, writer, None, header, _next_line=2)
         live.append("model_change", provider=model["provider"], modelId=model["modelId"])
         live.append("thinking_level_change", thinkingLevel="off")
         return live
@@ -61,8 +84,7 @@ class LiveSession:
         writer = SessionWriter(session.path, header=None, fsync=fsync) if write else None
         last_line = max(session.tree.lines, default=session.header_line)
         leaf = leaf_id if leaf_id is not None else session.tree.leaf_id
-        return cls(session.tree, session.path, writer, leaf, str(session.header.get("cwd") or os.getcwd()),
-                   session.header, _next_line=last_line + 1)
+        return cls(session.tree, session.path, writer, leaf, session.header, _next_line=last_line + 1)
 
     @property
     def created(self) -> bool:

@@ -93,9 +93,16 @@ def _tail(fp) -> tuple[int, bool]:  # noqa: ANN001
     return size, fp.read(1) == b"\n"
 
 
-def load_session(path: str | os.PathLike[str], *, exact: bool = False) -> Session:
-    """Read a whole session into memory (inspect, fork, migrate). Raises SessionError."""
+def load_session(path: str | os.PathLike[str], *, exact: bool = False, fmt: str | None = None) -> Session:
+    """Read a whole session into memory (inspect, fork, migrate). Raises SessionError.
+
+    `fmt` ("pi", "claude", "codex") forces a format; by default the first lines tell."""
     p = Path(path)
+    from .formats import sniff  # small; the readers themselves load only for their files
+
+    fmt = fmt or sniff(p)
+    if fmt != "pi":
+        return load_foreign(p, fmt)
     with open_binary(p) as fp:
         diagnostics: list[Diagnostic] = []
         header: Record | None = None
@@ -126,3 +133,31 @@ def load_session(path: str | os.PathLike[str], *, exact: bool = False) -> Sessio
         raise no_header(p, size, diagnostics)
     tree = Tree.from_entries(entries, lines)
     return Session.assemble(p, header, dialect, tree, diagnostics, terminated, size)
+
+
+def load_foreign(p: Path, fmt: str, reader=None) -> Session:  # noqa: ANN001 - a formats reader
+    """Another harness's file through its reader (`reader`, to read what it learnt after): the same
+    Session, tree and diagnostics as pi's."""
+    from .formats import DIALECTS, reader_for
+
+    reader = reader or reader_for(fmt, p)
+    with open_binary(p) as fp:
+        diagnostics: list[Diagnostic] = []
+        header: Record | None = None
+        entries: list[dict] = []
+        lines: list[int] = []
+        for item in reader.convert(read_records(iter_lines(fp))):
+            if isinstance(item, Diagnostic):
+                if item.severity != "info":  # remarks only validate --strict shows
+                    diagnostics.append(item)
+            elif header is None:
+                header = item
+            else:
+                entries.append(item.obj)
+                lines.append(item.line)
+        size, terminated = _tail(fp)
+    if size == 0:
+        raise SessionError(f"{p}: empty file, nothing to read")
+    assert header is not None  # a foreign reader always yields one
+    tree = Tree.from_entries(entries, lines)
+    return Session.assemble(p, header, Dialect(DIALECTS[fmt], 0), tree, diagnostics, terminated, size)

@@ -18,14 +18,21 @@ class UnsupportedSession(Exception):
 
 @dataclass(frozen=True)
 class Dialect:
-    name: str  # "pi", or "tutorial"
+    name: str  # "pi", "tutorial", or another harness's format ("claude-code", "codex")
     version: int
 
     @property
     def legacy(self) -> bool:
         return self.name != "pi" or self.version < CURRENT_VERSION
 
+    @property
+    def foreign(self) -> bool:
+        """Another harness's file: read through its reader, never appended to or rewritten."""
+        return self.name not in ("pi", "tutorial")
+
     def __str__(self) -> str:
+        if self.foreign:
+            return self.name
         return f"{'tutorial ' if self.name == 'tutorial' else 'pi '}v{self.version}"
 
 

@@ -33,6 +33,9 @@ def plan(path: Path) -> tuple[Plan, Session]:
         session = load_session(path, exact=True)
     except SessionError as error:
         raise MigrationRefused(str(error)) from None
+    if session.dialect.foreign:
+        raise MigrationRefused(f"{path}: a {session.dialect} file belongs to another harness and is never rewritten; "
+                               f"`harnesskit import {path}` writes a pi session from it")
     needed = session.dialect.legacy
     if needed:
         unread = [d for d in session.diagnostics if d.severity == "error" and d.offset >= 0]
@@ -55,6 +58,7 @@ def migrate_file(path: Path) -> Plan:
         raise MigrationRefused(f"{path}: {backup.name} already exists; move it away first (nothing was changed)")
     data = encode(session.header) + b"".join(encode(e) for e in session.entries)
     temp = path.with_name(f".{path.name}.migrating-{os.getpid()}")
+    backup_temp = path.with_name(f".{backup.name}.writing-{os.getpid()}")
     with open(path, "rb") as original:
         try:
             fcntl.flock(original.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -65,12 +69,15 @@ def migrate_file(path: Path) -> Plan:
             check = load_session(temp, exact=True)
             if check.entries != session.entries or check.header != session.header:
                 raise MigrationRefused(f"{path}: the migrated copy did not read back the same; nothing was changed")
-            shutil.copy2(path, backup)
-            _fsync_path(backup)
+            # FILE.bak is complete or absent (a full disk must not leave a torn one that blocks a retry)
+            create_synced(backup_temp, copy_of=original.fileno())
+            shutil.copystat(path, backup_temp)
+            os.rename(backup_temp, backup)
             os.replace(temp, path)
             _fsync_path(path.parent)
         finally:
             temp.unlink(missing_ok=True)
+            backup_temp.unlink(missing_ok=True)
     return result
 
 

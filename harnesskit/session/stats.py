@@ -2,21 +2,38 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 from .tree import Tree
 
 
-def _number(value: object) -> float:
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else 0
+def _number(value: object) -> int | float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return value if isinstance(value, int) or math.isfinite(value) else 0
+
+
+def _add(total: int | float, value: int | float) -> int | float:
+    """`total + value` that never overflows: JSON integers have no size limit, floats do (an int
+    beyond 1e308 meets a float, or two floats near the limit meet); past a float the fractions
+    cannot matter, so the sum goes on in exact integers."""
+    try:
+        result = total + value
+    except OverflowError:
+        return int(total) + int(value)
+    return result if isinstance(result, int) or math.isfinite(result) else int(total) + int(value)
+
+
+TOKEN_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 
 
 def session_stats(tree: Tree) -> dict:
     types: Counter[str] = Counter()
     roles: Counter[str] = Counter()
     tools: Counter[str] = Counter()
-    tokens: Counter[str] = Counter()
-    cost = 0.0
+    tokens: dict[str, int | float] = dict.fromkeys(TOKEN_KEYS, 0)
+    cost: int | float = 0.0
     for pos, kind in enumerate(tree.types):
         types[kind] += 1
         if kind != "message":
@@ -33,10 +50,10 @@ def session_stats(tree: Tree) -> dict:
                 tools[str(block.get("name"))] += 1
         usage = message.get("usage")
         if isinstance(usage, dict):
-            for key in ("input", "output", "cacheRead", "cacheWrite", "totalTokens"):
-                tokens[key] += _number(usage.get(key))
+            for key in TOKEN_KEYS:
+                tokens[key] = _add(tokens[key], _number(usage.get(key)))
             if isinstance(usage.get("cost"), dict):
-                cost += _number(usage["cost"].get("total"))
+                cost = _add(cost, _number(usage["cost"].get("total")))
     kids = tree.children()
     leaves = [pos for pos in range(len(tree)) if pos not in kids]
     branch_points = sum(1 for parent, children in kids.items() if parent is not None and len(children) > 1)
@@ -49,7 +66,7 @@ def session_stats(tree: Tree) -> dict:
         "roots": len(kids.get(None, [])),
         "depth": _depth(tree),
         "tool_calls": dict(tools.most_common()),
-        "tokens": {k: int(tokens[k]) for k in ("input", "output", "cacheRead", "cacheWrite", "totalTokens")},
+        "tokens": {k: int(tokens[k]) for k in TOKEN_KEYS},
         "cost": round(cost, 6),
     }
 

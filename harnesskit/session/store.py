@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +16,27 @@ def home_dir() -> Path:
     return Path(os.environ.get("HARNESSKIT_HOME") or Path.home() / ".harnesskit").expanduser()
 
 
+NAME_MAX = 255  # bytes in one directory name (Linux, macOS)
+
+
 def encode_cwd(cwd: str) -> str:
-    """pi's directory name for a cwd: leading separator dropped, / \\ : turned into -, wrapped in --."""
+    """pi's directory name for a cwd: leading separator dropped, / \\ : turned into -, wrapped in --.
+
+    A deep cwd can make that longer than a directory name may be (pi then fails to create it):
+    such a name keeps its first bytes and ends in a hash of the whole cwd, so it stays valid,
+    distinct and the same on every run. Names that fit are exactly pi's."""
     trimmed = cwd.lstrip("/\\")
     for ch in "/\\:":
         trimmed = trimmed.replace(ch, "-")
-    return f"--{trimmed}--"
+    name = f"--{trimmed}--"
+    if len(os.fsencode(name)) <= NAME_MAX:
+        return name
+    tail = f"-{hashlib.sha256(os.fsencode(cwd)).hexdigest()[:16]}--"
+    room = NAME_MAX - len(tail)
+    keep = name[:room]  # whole characters, then fewer until the bytes fit
+    while len(os.fsencode(keep)) > room:
+        keep = keep[:-1]
+    return keep + tail
 
 
 def sessions_root() -> Path:
@@ -39,6 +55,24 @@ def session_filename(timestamp: str, session_id: str) -> str:
     return f"{timestamp.replace(':', '-').replace('.', '-')}_{session_id}.jsonl"
 
 
+def loads(raw: bytes) -> object:
+    """orjson, and for what it refuses the stdlib, as the reader does: a lone surrogate escape is
+    valid JSON (pi opens such a file), so a session holding one must still be listed and found."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        import json
+
+        try:
+            return json.loads(raw, parse_constant=_not_json)
+        except (ValueError, RecursionError):
+            raise error from None
+
+
+def _not_json(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
 def read_header(path: Path) -> dict | None:
     """The header of a session file, reading only its first line (whatever its length), or None."""
     try:
@@ -48,7 +82,7 @@ def read_header(path: Path) -> dict | None:
         return None
     first = first.removeprefix(b"\xef\xbb\xbf").rstrip(b"\r\n")
     try:
-        header = orjson.loads(first)
+        header = loads(first)
     except orjson.JSONDecodeError:
         return None
     return header if isinstance(header, dict) and is_header(header) else None
@@ -126,7 +160,7 @@ def summarize(path: Path) -> Summary | None:
     with fp:
         first = fp.readline().removeprefix(b"\xef\xbb\xbf")
         try:
-            header = orjson.loads(first)
+            header = loads(first)
         except orjson.JSONDecodeError:
             return None
         if not isinstance(header, dict) or not is_header(header):
@@ -141,7 +175,7 @@ def summarize(path: Path) -> Summary | None:
                     first_user = _first_text(raw)
             elif _INFO in raw:
                 try:
-                    info = orjson.loads(raw)
+                    info = loads(raw)
                 except orjson.JSONDecodeError:
                     continue
                 if isinstance(info, dict) and isinstance(info.get("name"), str):
@@ -151,7 +185,7 @@ def summarize(path: Path) -> Summary | None:
 
 def _first_text(raw: bytes) -> str | None:
     try:
-        entry = orjson.loads(raw)
+        entry = loads(raw)
     except orjson.JSONDecodeError:
         return None
     message = entry.get("message") if isinstance(entry, dict) else None

@@ -191,6 +191,11 @@ class _Extended(Sequence):
     def append(self, entry: dict) -> None:
         self._extra.append(entry)
 
+    def moved_to(self, path: object) -> None:
+        moved_to = getattr(self._base, "moved_to", None)
+        if moved_to is not None:
+            moved_to(path)
+
     def __len__(self) -> int:
         return len(self._base) + len(self._extra)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -30,10 +31,12 @@ def encode(entry: dict) -> bytes:
     """One entry as one line of compact UTF-8 JSON."""
     try:
         return orjson.dumps(entry) + b"\n"
-    except TypeError:  # integers beyond 64 bits, which orjson refuses to write
+    except TypeError:  # integers beyond 64 bits or lone surrogates, which orjson refuses to write
         import json
 
-        return json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        from harnesskit.text import escape_json
+
+        return escape_json(json.dumps(entry, ensure_ascii=False, separators=(",", ":"))).encode() + b"\n"
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -43,14 +46,35 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def create_synced(path: Path, data: bytes) -> None:
-    """A new file (never an existing one) holding `data`, fsynced before this returns."""
+def create_synced(path: Path, data: bytes = b"", *, copy_of: int | None = None) -> None:
+    """A new file (never an existing one) holding `data`, or every byte of the descriptor
+    `copy_of`, fsynced before this returns. Complete or absent: a failure (a full disk) removes it."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
     try:
+        if copy_of is not None:
+            copy_fd(copy_of, fd)
         write_all(fd, data)
         os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        path.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+
+
+def check_creatable(directory: Path) -> None:
+    """Raise OSError unless a session file can be created in `directory` (made when missing).
+
+    A probe file is created and removed at once: the only check that holds for every cause (mode
+    bits, a read-only mount, ACLs, root's bypass of mode bits, a file where the directory should
+    be), where `os.access` answers for mode bits and read-only mounts only.
+    """
+    if directory.exists() and not directory.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(directory))
+    directory.mkdir(parents=True, exist_ok=True)
+    probe = directory / f".harnesskit-probe-{os.getpid()}-{os.urandom(4).hex()}"
+    os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    os.unlink(probe)
 
 
 def lock_holder(path: Path) -> int | None:
@@ -77,13 +101,22 @@ class SessionWriter:
     A new file is written lazily: header and entries are buffered until the first assistant
     message (pi's rule), then go out together. An existing file is appended to, after a newline
     if its last line was torn, and never gets a second header.
+
+    If the path stops naming the open file (deleted, or replaced by another file), the next append
+    first copies the whole file, from the descriptor still held, to a new file named by
+    `fresh_name` in the same directory, and goes on there: `path` changes and `on_move(old, new)`
+    is called. Nothing is written at the old path (whatever sits there now is someone else's).
     """
 
-    def __init__(self, path: Path, *, header: dict | None, fsync: str = "turn") -> None:
+    def __init__(self, path: Path, *, header: dict | None, fsync: str = "turn",
+                 fresh_name: Callable[[], str] | None = None,
+                 on_move: Callable[[Path, Path], None] | None = None) -> None:
         if fsync not in FSYNC_POLICIES:
             raise ValueError(f"fsync policy must be one of {', '.join(FSYNC_POLICIES)}, not {fsync!r}")
         self.path = path
         self.fsync = fsync
+        self.fresh_name = fresh_name or (lambda: path.name)
+        self.on_move = on_move
         self._header = header  # None: the file exists and has its header
         self._pending: list[bytes] = []
         self._fd: int | None = None
@@ -98,19 +131,9 @@ class SessionWriter:
         return self._fd is not None
 
     def _open(self, create: bool) -> None:
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
         if create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            flags |= os.O_CREAT | os.O_EXCL
-        fd = os.open(self.path, flags, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as error:
-            os.close(fd)
-            if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise SessionLocked(self.path, lock_holder(self.path)) from None
-            raise
-        self._fd = fd
+        self._fd = _open_locked(self.path, create)
         self._check_tail = not create  # done at the first append: reopening alone changes no byte
         if create and self.fsync != "never":
             _fsync_dir(self.path.parent)
@@ -118,14 +141,42 @@ class SessionWriter:
     def _repair_tail(self) -> None:
         """A torn last line must never be glued to our first entry (pi loses both lines there)."""
         assert self._fd is not None
-        with open(self.path, "rb") as fp:
-            fp.seek(0, os.SEEK_END)
-            if fp.tell() == 0:
-                return
-            fp.seek(-1, os.SEEK_END)
-            last = fp.read(1)
-        if last != b"\n":
+        size = os.fstat(self._fd).st_size  # the descriptor, not the path: the file we hold
+        if size and os.pread(self._fd, 1, size - 1) != b"\n":
             os.write(self._fd, b"\n")
+
+    def moved(self) -> bool:
+        """True when the path no longer names the file this writer holds (deleted or replaced)."""
+        if self._fd is None:
+            return False
+        held = os.fstat(self._fd)
+        try:
+            now = os.stat(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return True
+        return (held.st_dev, held.st_ino) != (now.st_dev, now.st_ino)
+
+    def _relocate(self) -> None:
+        """Copy the held file, byte for byte, to a new file beside the old path and go on there."""
+        assert self._fd is not None
+        old_fd, old_path = self._fd, self.path
+        directory = old_path.parent
+        directory.mkdir(parents=True, exist_ok=True)  # the whole directory may have gone
+        new_fd, new_path = _create_fresh(directory, self.fresh_name())
+        try:
+            copy_fd(old_fd, new_fd)
+            if self.fsync != "never":
+                os.fsync(new_fd)
+                _fsync_dir(directory)
+        except BaseException:
+            os.close(new_fd)
+            new_path.unlink(missing_ok=True)
+            raise
+        self._fd, self.path = new_fd, new_path
+        self._dirty = False
+        os.close(old_fd)  # releases the old lock; the copy is locked already
+        if self.on_move is not None:
+            self.on_move(old_path, new_path)
 
     def lock_only(self) -> None:
         """Take the lock of an existing file now (so a second writer is refused before it starts)."""
@@ -150,6 +201,8 @@ class SessionWriter:
 
     def _write(self, data: bytes, count: int = 1) -> None:
         assert self._fd is not None
+        if self.moved():
+            self._relocate()
         if self._check_tail:
             self._check_tail = False
             self._repair_tail()
@@ -171,6 +224,8 @@ class SessionWriter:
     def close(self) -> None:
         if self._fd is None:
             return
+        if self.written and self.moved():  # what this run saved must not vanish with the old file
+            self._relocate()
         if self.fsync != "never":
             self.sync()
         os.close(self._fd)  # closing releases the flock
@@ -181,6 +236,42 @@ class SessionWriter:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+def _open_locked(path: Path, create: bool) -> int:
+    """Open for appending (and reading back: a copy is made from the descriptor), exclusively locked."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_CLOEXEC
+    if create:
+        flags |= os.O_CREAT | os.O_EXCL
+    fd = os.open(path, flags, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        os.close(fd)
+        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise SessionLocked(path, lock_holder(path)) from None
+        raise
+    return fd
+
+
+def _create_fresh(directory: Path, name: str) -> tuple[int, Path]:
+    """A new locked file in `directory` named `name` (or `stem-2.jsonl`...): never an existing one."""
+    stem, suffix = os.path.splitext(name)
+    for attempt in range(1, 1000):
+        path = directory / (name if attempt == 1 else f"{stem}-{attempt}{suffix}")
+        try:
+            return _open_locked(path, create=True), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no free file name", str(directory / name))
+
+
+def copy_fd(source: int, target: int, block: int = 1 << 20) -> None:
+    """Every byte of `source` (read by offset: it may be unlinked) appended to `target`."""
+    offset = 0
+    while data := os.pread(source, block, offset):
+        write_all(target, data)
+        offset += len(data)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -14,6 +14,12 @@ if TYPE_CHECKING:
     from harnesskit.agent.tools import Tool
 
 
+#: every HTTP model request ends within this many seconds overall (config: request_timeout)
+DEFAULT_REQUEST_TIMEOUT = 600.0
+#: and after this many bytes received (config: max_reply_bytes; streamed replies take ~250 bytes a token)
+DEFAULT_MAX_REPLY_BYTES = 32 * 1024 * 1024
+
+
 class ModelError(Exception):
     """A model call failed; ``message`` is one readable line (it becomes ``errorMessage``)."""
 
@@ -70,8 +76,11 @@ class Model(Protocol):
 SPECS_HELP = "demo, script:FILE.yaml or openai:MODEL"
 
 
-def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> Model:
-    """Build a model from a spec string; unknown or unusable specs raise ValueError."""
+def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None = None,
+                  request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+                  max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> Model:
+    """Build a model from a spec string; unknown or unusable specs raise ValueError. The limits
+    apply to models that make network requests."""
     kind, sep, rest = (spec or "").strip().partition(":")
     if kind == "demo" and not sep:
         from harnesskit.agent.models.demo import DemoModel
@@ -84,7 +93,8 @@ def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None
     if kind == "openai" and rest.strip():
         from harnesskit.agent.models.openai import OpenAIModel
 
-        return OpenAIModel(rest.strip(), base_url=base_url, api_key=api_key)
+        return OpenAIModel(rest.strip(), base_url=base_url, api_key=api_key, timeout=request_timeout,
+                           max_reply_bytes=max_reply_bytes)
     if kind in ("script", "openai"):
         what = "FILE.yaml" if kind == "script" else "MODEL"
         raise ValueError(f"model spec {spec!r} is missing its {what} part (expected {kind}:{what})")
@@ -92,6 +102,8 @@ def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None
 
 
 __all__ = [
+    "DEFAULT_MAX_REPLY_BYTES",
+    "DEFAULT_REQUEST_TIMEOUT",
     "Chunk",
     "DoneChunk",
     "Model",

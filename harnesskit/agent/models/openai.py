@@ -16,10 +16,22 @@ from typing import Any
 import openai
 
 from harnesskit.agent.messages import text_of, to_llm_messages, tool_calls_of
-from harnesskit.agent.models import Chunk, DoneChunk, ModelError, TextChunk, ThinkingChunk, ToolCallChunk
+from harnesskit.agent.models import (
+    DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_REQUEST_TIMEOUT,
+    Chunk,
+    DoneChunk,
+    ModelError,
+    TextChunk,
+    ThinkingChunk,
+    ToolCallChunk,
+)
+from harnesskit.agent.models.http_guard import ReplyCut, guarded_client
 from harnesskit.agent.tools import Tool
+from harnesskit.text import well_formed
 
-DEFAULT_TIMEOUT = 120.0
+READ_TIMEOUT = 120.0  # silence for this long ends a request sooner than its overall deadline
+CONNECT_TIMEOUT = 30.0
 _FINISH = {"stop": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
 
 
@@ -93,7 +105,7 @@ def to_chat_messages(context: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 open_calls.update({str(c.get("id")): str(c.get("name")) for c in calls})
             out.append(entry)
     close_open_calls()
-    return out
+    return well_formed(out)  # type: ignore[return-value]
 
 
 def to_chat_tools(tools: list[Tool]) -> list[dict[str, Any]]:
@@ -151,7 +163,8 @@ def _parse_arguments(call: _PendingCall) -> dict[str, Any]:
 
 
 class OpenAIModel:
-    """Streams from ``{base_url}/chat/completions`` with tools and usage."""
+    """Streams from ``{base_url}/chat/completions`` with tools and usage; every request ends within
+    `timeout` seconds overall and `max_reply_bytes` received (see http_guard)."""
 
     api = "openai-completions"
     provider = "openai"
@@ -162,20 +175,26 @@ class OpenAIModel:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
+        timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         self.model_id = model_id
+        self.timeout = timeout
+        self.max_reply_bytes = max_reply_bytes
+        self.base_url = ""
         kwargs: dict[str, Any] = {}
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         if base_url:
             kwargs["base_url"] = base_url
         api_key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
+        http = guarded_client(timeout, max_reply_bytes, read_timeout=READ_TIMEOUT, connect_timeout=CONNECT_TIMEOUT,
+                              describe=lambda: self.base_url)
         try:
-            self._client = openai.OpenAI(api_key=api_key, max_retries=0, timeout=timeout, **kwargs)
+            self._client = openai.OpenAI(api_key=api_key, max_retries=0, timeout=http.timeout, http_client=http,
+                                         **kwargs)
         except openai.OpenAIError as exc:
             raise ValueError(f"cannot set up the OpenAI client: {_one_line(exc)}") from None
         self.base_url = str(self._client.base_url).rstrip("/")
-        self.timeout = timeout
 
     def stream(self, messages: list[dict[str, Any]], tools: list[Tool]) -> Iterator[Chunk]:
         request: dict[str, Any] = {
@@ -190,11 +209,18 @@ class OpenAIModel:
             yield from self._stream(request)
         except ModelError:
             raise
+        except ReplyCut as exc:
+            raise ModelError(exc.message) from None
         except openai.APIStatusError as exc:
             raise ModelError(f"HTTP {exc.status_code} from {self.base_url}: {self._status_detail(exc)}") from None
-        except openai.APITimeoutError:
-            raise ModelError(f"timed out after {self.timeout:g}s waiting for {self.base_url}") from None
+        except openai.APITimeoutError as exc:
+            if "Connect" in type(exc.__cause__).__name__:
+                raise ModelError(f"timed out after {min(CONNECT_TIMEOUT, self.timeout):g}s connecting to "
+                                 f"{self.base_url}") from None
+            raise ModelError(f"timed out after {READ_TIMEOUT:g}s of silence from {self.base_url}") from None
         except openai.APIConnectionError as exc:
+            if isinstance(exc.__cause__, ReplyCut):  # older openai releases wrap what the client raises
+                raise ModelError(exc.__cause__.message) from None
             raise ModelError(self._connection_detail(exc)) from None
         except openai.APIError as exc:
             raise ModelError(f"error from {self.base_url}: {_one_line(exc.message)}") from None

@@ -1,0 +1,42 @@
+"""`harnesskit list --harness claude|codex|all`: this directory's sessions in each harness's own store."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+
+from harnesskit.session import store
+from harnesskit.session.formats.stores import Found, claude_sessions, codex_sessions
+
+from . import render
+from .errors import Fail
+from .screen import echo
+
+
+def list_harnesses(harness: str, as_json: bool, limit: int | None, session_dir: str | None, everywhere: bool) -> None:
+    if everywhere:
+        raise Fail("--all lists harnesskit's own sessions; --harness lists this directory's")
+    cwd = os.getcwd()
+    found: list[Found] = []
+    if harness == "all":
+        found += [Found("pi", s.path, s.modified, s.session_id, s.cwd, s.name or s.first_user, s.messages)
+                  for s in store.list_sessions([store.session_dir(cwd, session_dir)])]
+    if harness in ("claude", "all"):
+        found += claude_sessions(cwd)
+    if harness in ("codex", "all"):
+        found += codex_sessions(cwd)
+    found.sort(key=lambda f: (f.modified, f.path.name), reverse=True)
+    found = found[:limit]
+    if as_json:
+        for f in found:
+            echo(render.json_line({"harness": f.harness, "path": str(f.path), "id": f.session_id,
+                                         "modified": f.modified, "cwd": f.cwd, "firstMessage": f.first_user,
+                                         "messages": f.messages}))
+        return
+    if not found:
+        echo(f"no {'' if harness == 'all' else harness + ' '}sessions of {cwd}", err=True)
+        return
+    rows = [[datetime.fromtimestamp(f.modified).strftime("%Y-%m-%d %H:%M"), f.harness, f.session_id[:13],
+             render.cut(render.one_line(f.first_user or ""), 48), f.messages, str(f.path)] for f in found]
+    echo(render.tabulate(rows, headers=["modified", "harness", "id", "first message", "messages", "path"],
+                        disable_numparse=True))

@@ -1,0 +1,61 @@
+"""Text from outside (a session file, a model's reply) made safe for where it goes.
+
+Two sinks, two rules. A terminal must never receive a control character it would act on (ESC
+starts a sequence that can retitle the window or rewrite the screen, C1 0x9b is a one-byte CSI,
+CR overwrites a line) nor a lone surrogate (no encoding can write it): `visible` spells each one
+out, so ``"\\x1b]0;pwned\\x07"`` shows as the text ``\\x1b]0;pwned\\x07``. JSON must stay exact:
+`escape_json` rewrites such characters inside an already-serialised JSON text as ``\\uXXXX``
+escapes, which decode to the very same string.
+
+Both are pure and cheap when there is nothing to replace (inspect prints millions of rows through
+them): a C-level test first, the regex only for text that may need it.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 except tab and newline, DEL, C1, and the surrogate range (only lone ones exist in a Python str
+# decoded from JSON: a valid pair is decoded to one code point).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# What JSON serialisers leave raw (they always escape C0): DEL, C1, lone surrogates.
+_JSON_RAW = re.compile("[\x7f-\x9f\ud800-\udfff]")
+
+
+def _spelled(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def visible(text: str) -> str:
+    """`text` with every control character but newline and tab (and every lone surrogate) written
+    as its escape (``\\x1b``, ``\\x9b``, ``\\x7f``, ``\\ud800``); unchanged when there is none."""
+    return text if text.isprintable() else _UNSAFE.sub(_spelled, text)  # a C loop first: most text is
+
+
+def escape_json(dumped: str) -> str:
+    """A serialised JSON text with DEL, C1 and lone surrogates as ``\\uXXXX`` escapes.
+
+    Such characters can only occur inside JSON strings (the syntax outside them is ASCII), where
+    an escape denotes the same character: the value is unchanged, the text is safe to print and,
+    for lone surrogates, encodable at all (as JSON.stringify writes them)."""
+    return _JSON_RAW.sub(_json_escape, dumped)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(value: object) -> object:
+    """A JSON-like value with every lone surrogate replaced by U+FFFD: what a UTF-8 request body can
+    carry (a session may hold one, valid JSON; a server cannot be sent it)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [well_formed(v) for v in value]
+    if isinstance(value, dict):
+        return {k: well_formed(v) for k, v in value.items()}
+    return value
