@@ -2,6 +2,8 @@
 #   make demo   - creates .venv when missing, runs the chapter's demo offline
 #   make test   - creates .venv when missing, runs ruff then pytest
 VENV ?= .venv
+# what `pip install` adds for the tests; CI adds `spark` (pyspark) for the example Spark job's test
+EXTRAS ?= test
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
@@ -9,7 +11,7 @@ STAMP := $(VENV)/.installed-stamp
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || python3 -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 demo: $(STAMP)

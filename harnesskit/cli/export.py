@@ -13,6 +13,7 @@ from harnesskit.session.loader import SessionError
 from harnesskit.session.reader import Diagnostic
 
 from .errors import Fail, warn
+from .screen import echo
 
 
 @click.command("export")
@@ -90,7 +91,7 @@ def export(paths: tuple[Path, ...], as_html: bool, as_md: bool, dataset: Path | 
         except BaseException:
             Path(temp).unlink(missing_ok=True)
             raise
-        click.echo(f"wrote {output}", err=True)
+        echo(f"wrote {output}", err=True)
     except (SessionError, EntryNotFound) as error:
         raise Fail(str(error)) from None
     except OSError as error:
@@ -136,5 +137,5 @@ def export_parquet(paths: tuple[Path, ...], dataset: Path, output: Path | None, 
         raise Fail(f"{dataset}: {error.strerror or error}") from None
     for reason in stats.skipped:
         warn(f"{reason} (not exported)")
-    click.echo(f"exported {stats.sessions} sessions ({stats.entries} entries, {stats.messages} messages) "
+    echo(f"exported {stats.sessions} sessions ({stats.entries} entries, {stats.messages} messages) "
                f"to {dataset} as export {stats.export_id}")

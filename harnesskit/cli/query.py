@@ -8,6 +8,7 @@ import click
 
 from . import render
 from .errors import Fail
+from .screen import echo
 
 
 @click.command("query")
@@ -41,9 +42,8 @@ def query(dataset: Path, sql: str, as_json: bool) -> None:
         raise Fail(" ".join(str(error).split())) from None
     if as_json:
         for row in rows:
-            click.echo(render.json_line(dict(zip(columns, row, strict=True))))
+            echo(render.json_line(dict(zip(columns, row, strict=True))))
         return
-    from tabulate import tabulate
 
-    click.echo(tabulate([[render.one_line(str(v)) if isinstance(v, str) else v for v in row] for row in rows],
+    echo(render.tabulate([[render.one_line(str(v)) if isinstance(v, str) else v for v in row] for row in rows],
                         headers=columns, disable_numparse=True))

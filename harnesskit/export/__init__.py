@@ -38,7 +38,15 @@ def script_json(value: object) -> bytes:
 
 def stream_entries(path: Path, warn: Callable[[Diagnostic], None]) -> tuple[dict, Iterator[dict]]:
     """The (v3) header and the entries of any session file the core reads. A pi v3 file streams
-    (memory does not grow with it); a legacy one is migrated in memory first. Raises SessionError."""
+    (memory does not grow with it); a legacy one, or another harness's, is read into the core's
+    entries in memory first. Raises SessionError."""
+    from harnesskit.session.formats import sniff
+
+    if sniff(path) != "pi":
+        session = load_session(path)
+        for d in session.diagnostics:
+            warn(d)
+        return session.header, iter(session.entries)
     fp = open_binary(path)
     records = read_records(iter_lines(fp))
     for item in records:

@@ -33,7 +33,8 @@ SCHEMA: dict[str, pa.Schema] = {
                            ("export_id", _S)]),
     "entries": pa.schema([("file", _S), ("session_id", _S), ("position", _I), ("entry_id", _S), ("parent_id", _S),
                           ("type", _S), ("timestamp", _S), ("json", _S)]),
-    "messages": pa.schema([("file", _S), ("session_id", _S), ("entry_id", _S), ("role", _S), ("time_ms", _I),
+    "messages": pa.schema([("file", _S), ("session_id", _S), ("position", _I), ("entry_id", _S), ("role", _S),
+                           ("time_ms", _I),
                            ("provider", _S), ("model", _S), ("stop_reason", _S), ("text", _S)]),
     "tool_calls": pa.schema([("file", _S), ("session_id", _S), ("entry_id", _S), ("call_id", _S), ("name", _S),
                              ("arguments", _S), ("result_entry_id", _S), ("is_error", _B)]),
@@ -134,6 +135,9 @@ def write_dataset(paths: Iterable[Path], out: Path, warn: Callable[[Diagnostic],
 
 
 def _export_one(path: Path, tables: dict[str, _Table], stats: ExportStats, warn: Callable[[Diagnostic], None]) -> None:
+    from harnesskit.session.formats import sniff
+
+    harness = sniff(path)
     header, entries = stream_entries(path, warn)
     file = str(path)
     sid = _s(header.get("id"))
@@ -155,7 +159,7 @@ def _export_one(path: Path, tables: dict[str, _Table], stats: ExportStats, warn:
         time_ms = _n(stamp) if isinstance(stamp, int | float) and not isinstance(stamp, bool) \
             else iso_to_ms(entry.get("timestamp"))
         messages += 1
-        tables["messages"].add((file, sid, entry_id, role, time_ms, _s(message.get("provider")),
+        tables["messages"].add((file, sid, position, entry_id, role, time_ms, _s(message.get("provider")),
                                 _s(message.get("model")), _s(message.get("stopReason")),
                                 _text(message.get("content"))))
         if role == "assistant":
@@ -173,7 +177,7 @@ def _export_one(path: Path, tables: dict[str, _Table], stats: ExportStats, warn:
                 tables["tool_calls"].add((*call, entry_id, bool(message.get("isError"))))
     for call in pending_calls.values():  # calls that never got a result
         tables["tool_calls"].add((*call, None, None))
-    tables["sessions"].add((file, "pi", sid, _s(header.get("cwd")), name, iso_to_ms(header.get("timestamp")),
+    tables["sessions"].add((file, harness, sid, _s(header.get("cwd")), name, iso_to_ms(header.get("timestamp")),
                             _s(header.get("parentSession")), count, messages, stats.export_id))
     stats.sessions += 1
     stats.entries += count
