@@ -218,7 +218,7 @@ def _load_index(p: Path) -> Session:
     with open_binary(p) as fp:
         header: Record | None = None
         dialect: Dialect | None = None
-        for item in read_records(iter_lines(fp)):  # up to the header, exactly as load_session
+        for item in read_records(iter_lines(fp), from_start=True):  # up to the header, exactly as load_session
             if isinstance(item, Diagnostic):
                 diagnostics.append(item)
                 continue
