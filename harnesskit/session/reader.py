@@ -14,6 +14,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -135,15 +136,21 @@ def parse_line(content: bytes, exact: bool = False, replace: bool = False) -> tu
 _TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels (harnesskit reads up to {MAX_DEPTH})"
 
 
-def _stdlib_loads(text: str) -> object:
-    """json.loads with room for MAX_DEPTH levels above the caller's stack (the C scanner takes one
-    recursion level per nesting, so its limit would otherwise depend on who calls)."""
+@contextmanager
+def room_for_depth() -> Iterator[None]:
+    """Recursion room for MAX_DEPTH levels above the caller's stack: the stdlib's C JSON parser and
+    encoder (and repr) take one level per nesting, so their limit would otherwise depend on who calls."""
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(limit + MAX_DEPTH + 100)
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        yield
     finally:
         sys.setrecursionlimit(limit)
+
+
+def _stdlib_loads(text: str) -> object:
+    with room_for_depth():
+        return json.loads(text, parse_constant=_reject_constant)
 
 
 def classify(value: object) -> tuple[str, str] | None:
