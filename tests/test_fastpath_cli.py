@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -151,3 +153,28 @@ def test_a_line_that_is_not_a_header_with_a_bad_byte_is_still_skipped(env: Env) 
     assert f"line {number}: not UTF-8" in inspected.stderr
     assert warned_lines(invoke("continue", path, "--no-session", "-p", "/tree").stderr) == \
         warned_lines(inspected.stderr)
+
+
+def test_tree_in_a_chat_whose_file_changed_under_it_is_one_error_line(env: Env) -> None:
+    """Entries off the path are read only when /tree needs them; if the file changed in place since
+    (another program rewrote a line), /tree says so in one line and the chat goes on."""
+    path = copy_fixture(S10, env.tmp / "copies")
+    lines = path.read_bytes().splitlines(keepends=True)
+    chat = subprocess.Popen([sys.executable, "-m", "harnesskit", "continue", str(path), "--no-session"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env.environ(), cwd=env.cwd)
+    try:
+        assert chat.stdout is not None and chat.stdin is not None
+        seen = [chat.stdout.readline() for _ in range(2)]  # "Restored ...", "Last message: ..."
+        assert seen[0].startswith("Restored "), seen
+        at = 6  # off the leaf's path, not decoded yet: same length, not JSON any more
+        lines[at] = b"x" * (len(lines[at]) - 1) + b"\n"
+        path.write_bytes(b"".join(lines))
+        out, err = chat.communicate("/tree\nhello\n", timeout=60)
+    finally:
+        chat.kill()
+    assert chat.returncode == 0, err
+    errors = [line for line in err.splitlines() if line.startswith("harnesskit: error:")]
+    assert len(errors) == 1 and f"line {at + 1}" in errors[0] and "changed since" in errors[0], err
+    assert "internal error" not in err and "Traceback" not in err
+    assert "hello" in out  # the chat went on

@@ -54,7 +54,7 @@ _BUFFER = 1 << 17  # read buffer: the default 8 KiB makes a syscall every few li
 
 
 class LazyDecodeError(SessionError):
-    """An indexed line that no longer decodes to the entry the index saw (damage the index missed)."""
+    """An indexed line that no longer decodes to the entry the index saw: the file changed."""
 
 
 class LazyEntries(Sequence):
@@ -107,13 +107,13 @@ class LazyEntries(Sequence):
                 code, reason = problem
         where = f"{self.path}: line {self._lines[pos]}"
         if code is not None:
-            raise LazyDecodeError(f"{where}: {reason} (the index took it for an entry)")
+            raise LazyDecodeError(f"{where}: {reason} (the file changed since it was read)")
         assert isinstance(value, dict)
         entry_id = value.get("id")
         parent = value.get("parentId")
         if (value["type"] != self._types[pos] or (entry_id if isinstance(entry_id, str) else None) != self._ids[pos]
                 or (parent if isinstance(parent, str) else None) != self._parents[pos]):
-            raise LazyDecodeError(f"{where}: the entry differs from its index row")
+            raise LazyDecodeError(f"{where}: the entry changed since the file was read")
         return value
 
     def moved_to(self, path: Path) -> None:
