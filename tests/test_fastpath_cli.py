@@ -144,6 +144,9 @@ def test_header_with_a_bad_utf8_byte_opens_as_in_pi(env: Env) -> None:
     listed = invoke("list", "--all", "--json")
     assert listed.exit_code == 0, listed.stderr
     assert str(path) in listed.stdout  # list reads the header by the same rule
+    assert invoke("index", "-q", path).exit_code == 0
+    found = invoke("search", "branch", "--all", "--json")  # so does the catalog
+    assert found.exit_code == 0 and str(path) in found.stdout, (found.stdout, found.stderr)
 
 
 def test_a_line_that_is_not_a_header_with_a_bad_byte_is_still_skipped(env: Env) -> None:
