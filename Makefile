@@ -1,13 +1,14 @@
 # Two commands set everything up on a fresh machine with only Python 3:
 #   make demo   - creates .venv when missing, runs the chapter's demo offline
 #   make test   - creates .venv when missing, runs ruff then pytest
+#   make fuzz   - the fast-path differential test on 10,000 damaged files (takes minutes)
 VENV ?= .venv
 # what `pip install` adds for the tests; CI adds `spark` (pyspark) for the example Spark job's test
 EXTRAS ?= test
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || python3 -m venv $(VENV)
@@ -25,6 +26,12 @@ test: lint
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
+
+# The differential test of tests/test_differential.py on 10,000 damaged files (FUZZ_CASES=N for more):
+# prints the counts of cases, crashes, hangs and disagreements, and fails unless all are 0.
+FUZZ_CASES ?= 10000
+fuzz: $(STAMP)
+	$(BIN)/python tests/fuzz_differential.py --cases $(FUZZ_CASES)
 
 clean:
 	rm -rf $(VENV) .demo .pytest_cache .ruff_cache

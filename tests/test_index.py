@@ -265,7 +265,7 @@ def test_entries_appended_after_loading(generated: list[Path], tmp_path: Path, s
 def test_torn_line_ending_in_a_brace(generated: list[Path], tmp_path: Path, split: str) -> None:
     """A write torn just after a `}` and ended with a newline by harnesskit's writer, with new entries
     after it hanging from the entry before it (the reload skipped the torn line): a leaf that is
-    not JSON, which the index alone would take for an entry."""
+    not JSON, which a prefix-only index would take for an entry. The index itself reports it."""
     lines = lines_of(generated[2])
     at = len(lines) // 2
     torn = lines[at]
@@ -277,4 +277,6 @@ def test_torn_line_ending_in_a_brace(generated: list[Path], tmp_path: Path, spli
                *lines[at + 2:]]
     path = write(tmp_path, "torn-brace.jsonl", damaged)
     assert_same(path)
-    assert not isinstance(load_for_continue(path), LazySession)
+    lazy = load_for_continue(path)
+    assert isinstance(lazy, LazySession), "judged by the index, not by a fallback to a full load"
+    assert [(d.line, d.code) for d in lazy.diagnostics] == [(at + 1, "invalid-json")]

@@ -230,7 +230,7 @@ class Conversation:
                 self.fork(rest or None)
             else:
                 raise Fail(f"unknown command /{name} (try /help)")
-        except (Fail, EntryNotFound) as error:
+        except (Fail, EntryNotFound, SessionError) as error:  # SessionError: the file changed under a lazy read
             message = error.format_message() if isinstance(error, Fail) else str(error)
             report_error(message)
         return True

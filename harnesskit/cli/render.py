@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 import orjson
 from tabulate import tabulate as _tabulate
 
+from harnesskit.session.reader import room_for_depth
 from harnesskit.session.tree import Tree
 from harnesskit.text import escape_json, visible
 
@@ -19,10 +20,13 @@ def one_line(text: str) -> str:
 
 
 def compact(value: object) -> str:
+    """One line for a summary: JSON, or repr where orjson cannot write it (integers beyond 64 bits,
+    more than 254 levels: the reader reads up to 1024)."""
     try:
         return orjson.dumps(value).decode()
     except TypeError:
-        return repr(value)
+        with room_for_depth():
+            return repr(value)
 
 
 def cut(text: str, width: int) -> str:
@@ -184,9 +188,10 @@ def json_line(obj: object) -> str:
     what orjson refuses: integers beyond 64 bits, lone surrogates."""
     try:
         data = orjson.dumps(obj)
-    except TypeError:
+    except TypeError:  # also more than orjson's 254 levels (the reader reads up to 1024)
         import json
 
-        return escape_json(json.dumps(obj, ensure_ascii=False))
+        with room_for_depth():
+            return escape_json(json.dumps(obj, ensure_ascii=False))
     # DEL is 7f and C1 is c2 80..9f in UTF-8 (orjson writes no surrogate): a byte search skips the rest
     return escape_json(data.decode()) if b"\x7f" in data or b"\xc2" in data else data.decode()

@@ -30,6 +30,7 @@ import orjson
 
 from .format import is_header
 from .migrate import UnsupportedSession, detect, iso_to_ms
+from .store import header_of
 
 SCHEMA_VERSION = 1
 HEAD_BYTES = 4096  # "the first bytes": a replaced file differs here (its header has another id)
@@ -313,14 +314,9 @@ def read_pi(lines: Iterable[bytes], found: Found, offset: int, line: int) -> Fou
 
 
 def parse_header(first: bytes) -> dict | None:
-    """The header of a first line (None when it is no complete header line)."""
-    if not first.endswith(b"\n"):
-        return None
-    try:
-        header = orjson.loads(first.removeprefix(b"\xef\xbb\xbf"))
-    except orjson.JSONDecodeError:
-        return None
-    return header if header.__class__ is dict and is_header(header) else None
+    """The header of a first line (None when it is no complete header line), by the reader's rules
+    (store.header_of: a bad UTF-8 byte read as U+FFFD, as pi does)."""
+    return header_of(first) if first.endswith(b"\n") else None
 
 
 def _read_loaded(source: Source) -> Found | None:

@@ -133,7 +133,7 @@ def _check_stream(fp, state: _State, workers: int = 1) -> None:  # noqa: ANN001 
     header_line = 0
     migrator: Migrator | None = None
     last_line = 0
-    for item in read_records(iter_lines(fp)):  # up to the header; _scan reads the rest
+    for item in read_records(iter_lines(fp), from_start=True):  # up to the header; _scan reads the rest
         if isinstance(item, Diagnostic):
             state.add(item.line, "$", item.reason, item.code, item.severity)
             continue

@@ -13,22 +13,16 @@ context needs.
   hundred, not the whole history. `tree.labels()` and `tree.name()` decode the label and
   session_info entries.
 
-The fast path takes a line when it ends with `}` and a newline and starts in pi's fixed key order
-`{"type":"…","id":"…","parentId":"…"|null` with plain ASCII strings; type, id and parentId come from
-a bytes regex and the rest of the line is not parsed. Every other line (custom entries, which put
-`customType` first; blank, torn, non-JSON lines; CRLF endings; headers; a last line without a
-newline) is parsed in full by the reader, with the reader's diagnostics. A big file is indexed in
-two processes (a forked worker takes the second half and sends its columns back as joined strings).
-Legacy dialects (pi v1/v2, tutorial) are loaded by `load_session` (their migration needs every entry).
+The fast path parses every line with orjson (the reader's own first parser) and keeps only its
+type, id and parentId: a line it takes is one the reader takes, so no damage inside a line (a flipped
+byte, a NUL, a write torn after a `}`) can pass for an entry, and every diagnostic is the reader's.
+Every other line (what orjson refuses, blank lines, headers, a last line without a newline) is
+handed to the reader itself. A big file is indexed in two processes (a forked worker takes the
+second half and sends its columns back as joined strings). Legacy dialects (pi v1/v2, tutorial) are
+loaded by `load_session` (their migration needs every entry).
 
-What the fast path cannot see is a line that starts and ends like an entry but is not JSON inside:
-a torn write that pi glued to the next entry, or one cut just after a `}` and ended by harnesskit's
-writer with a newline. Such a line shows when it is decoded (`LazyDecodeError`), or as a dangling
-parentId (the glued entry's child); a torn line is also always a leaf (nothing was written under
-it). `load_for_continue` decodes the leaf's context, the labels, the names and every leaf, and
-answers any of these signs by loading the file in full, so what it returns is what `load_session`
-gives. (Only a line damaged in place later, in the middle of a branch off the path, would stay
-unseen.)
+A `LazyDecodeError` therefore means the file changed after it was indexed; `load_for_continue`
+answers it by loading the file in full.
 """
 
 from __future__ import annotations
@@ -37,11 +31,12 @@ import gc
 import itertools
 import operator
 import os
-import re
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+import orjson
 
 from .format import is_header
 from .formats import sniff
@@ -53,17 +48,13 @@ from .tree import Tree, build_context
 
 __all__ = ["LazyDecodeError", "LazyEntries", "LazySession", "load_for_continue", "load_index"]
 
-_CHAR = rb"[\x20\x21\x23-\x5b\x5d-\x7e]"  # printable ASCII but '"' and '\': the string is its bytes
-_PREFIX = re.compile(
-    rb'\{"type":"(' + _CHAR + rb'*)","id":"(' + _CHAR + rb'*)","parentId":(?:"(' + _CHAR + rb'*)"|null)[,}]'
-)
 _CACHE_LIMIT = 100_000  # decoded entries kept per session
 #: v3 files with at least this many bytes after the header are indexed in two processes (two cores)
 _BUFFER = 1 << 17  # read buffer: the default 8 KiB makes a syscall every few lines
 
 
 class LazyDecodeError(SessionError):
-    """An indexed line that no longer decodes to the entry the index saw (damage the index missed)."""
+    """An indexed line that no longer decodes to the entry the index saw: the file changed."""
 
 
 class LazyEntries(Sequence):
@@ -116,13 +107,13 @@ class LazyEntries(Sequence):
                 code, reason = problem
         where = f"{self.path}: line {self._lines[pos]}"
         if code is not None:
-            raise LazyDecodeError(f"{where}: {reason} (the index took it for an entry)")
+            raise LazyDecodeError(f"{where}: {reason} (the file changed since it was read)")
         assert isinstance(value, dict)
         entry_id = value.get("id")
         parent = value.get("parentId")
         if (value["type"] != self._types[pos] or (entry_id if isinstance(entry_id, str) else None) != self._ids[pos]
                 or (parent if isinstance(parent, str) else None) != self._parents[pos]):
-            raise LazyDecodeError(f"{where}: the entry differs from its index row")
+            raise LazyDecodeError(f"{where}: the entry changed since the file was read")
         return value
 
     def moved_to(self, path: Path) -> None:
@@ -191,25 +182,18 @@ def load_for_continue(path: str | os.PathLike[str]) -> Session:
     """What `continue` needs (header, dialect, tree, leaf, labels, name, the context from the leaf,
     diagnostics), as `load_session` would give it, decoding only what that needs.
 
-    The leaf's context, the labels, the name and every leaf entry are decoded (and so checked) here;
-    if the index met damage it could not judge (see the module doc) the file is loaded in full.
+    The leaf's context, the labels and the name are decoded here, so a file changed since it was
+    indexed shows now (and is then loaded in full), not in the middle of a chat.
     """
     session = load_index(path)
     if not isinstance(session, LazySession):
         return session
     tree = session.tree
-    entries = session.entries
-    assert isinstance(entries, LazyEntries)
     known = len(tree.diagnostics)
     try:
         tree.labels()
         tree.name()
         build_context(tree)
-        up = getattr(tree, "_parent_pos", None)
-        if up is None:
-            up = map(tree.by_id.get, tree.parents)
-        for pos in itertools.filterfalse(set(up).__contains__, range(len(tree))):  # the leaves
-            entries._decode(pos)  # checked, not kept
     except LazyDecodeError:
         session.close()
         return load_session(path)
@@ -234,7 +218,7 @@ def _load_index(p: Path) -> Session:
     with open_binary(p) as fp:
         header: Record | None = None
         dialect: Dialect | None = None
-        for item in read_records(iter_lines(fp)):  # up to the header, exactly as load_session
+        for item in read_records(iter_lines(fp), from_start=True):  # up to the header, exactly as load_session
             if isinstance(item, Diagnostic):
                 diagnostics.append(item)
                 continue
@@ -278,9 +262,6 @@ def _load_index(p: Path) -> Session:
         lines = list(range(first, last + 1))
     entries = LazyEntries(p, offsets, ids, parents, types, lines)
     tree = _tree(ids, parents, types, lines, entries, by_id)
-    if tree is None:  # a dangling parentId: maybe a glued line the index took for an entry
-        entries.close()
-        return load_session(p)
     return LazySession.assemble(p, header, dialect, tree, diagnostics, terminated, size)
 
 
@@ -295,7 +276,6 @@ class _Part:
     skipped: list[int]  # line numbers that hold no entry
     diagnostics: list[Diagnostic]
     last: int  # the number of the last line read
-    plain: bool  # every id is a string, and no id, parentId or type holds "\n", "\x00" or "\x01"
     by_id: dict[str, int] | None = None  # id -> position (the first half, built while the worker works)
 
 
@@ -309,50 +289,50 @@ def parents_of(part: _Part) -> list[str | None]:
 
 
 def _index_lines(fp, number: int, offset: int, header_line: int) -> _Part:  # noqa: ANN001
-    """Index the lines of `fp` (the next is line `number` + 1, at byte `offset`) to its end."""
+    """Index the lines of `fp` (the next is line `number` + 1, at byte `offset`) to its end.
+
+    Every line is parsed with orjson, the reader's own first parser, so a line the fast path takes
+    is exactly a line the reader takes (and with the same type, id and parentId); the parsed value
+    is dropped at once. Anything orjson refuses or that is no newline-ended entry goes to the reader.
+    """
     ids: list[str | None] = []
     parents: list[str | None] = []
     types: list[str] = []
     offsets = array("q")
     skipped: list[int] = []
     diagnostics: list[Diagnostic] = []
-    part = _Part(ids, parents, types, offsets, skipped, diagnostics, number, True)
+    part = _Part(ids, parents, types, offsets, skipped, diagnostics, number)
     add_id, add_parent, add_type, add_offset = ids.append, parents.append, types.append, offsets.append
-    kinds: dict[bytes, str | None] = {b"session": None, b"header": None}  # headers take the slow path
-    match = _PREFIX.match
-    last_raw: bytes | None = None
+    kinds: dict[str, str] = {}  # one string object per type (memory)
+    loads = orjson.loads
+    decode_error = orjson.JSONDecodeError
     last_id: str | None = None
-    fast = number
-    raw = b""
-    for number, raw in enumerate(fp, number + 1):  # noqa: B020 - number and raw outlive the loop
-        m = match(raw)
-        if m is not None and raw[-2] == 125:  # ends with "}\n" (a last line without "\n": fixed below)
-            kind_b, id_b, parent_b = m.groups()
-            kind = kinds.get(kind_b, "")
-            if kind == "":
-                kind = kinds[kind_b] = kind_b.decode()
-            if kind is not None:
-                entry_id = id_b.decode()
-                if parent_b is None:
-                    add_parent(None)
-                elif parent_b == last_raw:
-                    add_parent(last_id)  # one string object for an id and its child's parentId
-                else:
-                    add_parent(parent_b.decode())
+    for number, raw in enumerate(fp, number + 1):  # noqa: B020 - number outlives the loop
+        try:
+            entry = loads(raw)  # trailing "\r\n" is JSON whitespace: the reader's value
+        except decode_error:
+            entry = None
+        if entry.__class__ is dict and raw[-1] == 10:
+            kind = entry.get("type")
+            if kind.__class__ is str and kind != "session" and kind != "header":
+                entry_id = entry.get("id")
+                if entry_id.__class__ is not str:
+                    entry_id = None
+                parent = entry.get("parentId")
+                if parent.__class__ is not str:
+                    parent = None
+                elif parent == last_id:
+                    parent = last_id  # one string object for an id and its child's parentId
                 add_id(entry_id)
-                add_type(kind)
+                add_parent(parent)
+                add_type(kinds.setdefault(kind, kind))
                 add_offset(offset)
-                last_raw, last_id = id_b, entry_id
-                fast = number
+                last_id = entry_id
                 offset += len(raw)
                 continue
         _slow_line(part, raw, number, offset, header_line)
-        last_raw = last_id = None
+        last_id = None
         offset += len(raw)
-    if fast == number and raw and not raw.endswith(b"\n"):  # the fast path took a last line without "\n"
-        for column in (ids, parents, types, offsets):
-            column.pop()
-        _slow_line(part, raw, number, offset - len(raw), header_line)
     part.last = number
     return part
 
@@ -377,19 +357,11 @@ def _slow_line(part: _Part, raw: bytes, number: int, offset: int, header_line: i
         part.skipped.append(number)
         return
     entry_id = entry.get("id")
-    entry_id = entry_id if isinstance(entry_id, str) else None
     parent = entry.get("parentId")
-    parent = parent if isinstance(parent, str) else None
-    kind = entry["type"]
-    part.ids.append(entry_id)
-    part.parents.append(parent)  # type: ignore[union-attr]
-    part.types.append(kind)
+    part.ids.append(entry_id if isinstance(entry_id, str) else None)
+    part.parents.append(parent if isinstance(parent, str) else None)  # type: ignore[union-attr]
+    part.types.append(entry["type"])
     part.offsets.append(offset)
-    if part.plain and (entry_id is None or not all(_PLAIN.isdisjoint(x) for x in (entry_id, parent or "", kind))):
-        part.plain = False
-
-
-_PLAIN = frozenset("\n\x00\x01")
 
 
 # ------------------------------------------------------------------ two processes
@@ -435,31 +407,47 @@ def _index_second_half(p: Path, cut: int, header_line: int, conn) -> None:  # no
     with open(p, "rb", buffering=_BUFFER) as fp:
         fp.seek(cut)
         part = _index_lines(fp, 0, cut, header_line)
-    if part.plain:
-        # One joined string per column pickles and unpickles many times faster than a list of strings.
-        ids = part.ids
-        part.parents = "\n".join("\x00" if parent is None else "\x01" if parent is prev else parent
-                                 for parent, prev in zip(part.parents, [None, *ids[:-1]], strict=True))
-        columns = ("\n".join(ids), "\n".join(part.types))  # type: ignore[arg-type]
+    columns = _joined(part)
+    if columns is not None:
+        part.parents, ids, kinds = columns
         part.ids, part.types = [], []
-        conn.send((part, columns))
+        conn.send((part, (ids, kinds)))
     else:
         conn.send((part, None))
     conn.close()
 
 
+def _joined(part: _Part) -> tuple[str, str, str] | None:
+    """The parents, ids and types as one string each (they pickle and unpickle many times faster
+    than lists of strings), or None when that cannot be undone exactly: an id that is not a string,
+    or an id, parentId or type that holds "\n", or a parentId that is one of the codes "\x00"/"\x01"."""
+    ids, types = part.ids, part.types
+    n = len(ids)
+    if not n or None in ids:
+        return None
+    parents = part.parents
+    assert not isinstance(parents, str)
+    if "\x00" in parents or "\x01" in parents:
+        return None
+    # "\x00": no parent; "\x01": the previous entry's id (the same string object, as the indexer makes it)
+    coded = "\n".join("\x00" if parent is None else "\x01" if parent is prev else parent
+                      for parent, prev in zip(parents, [None, *ids[:-1]], strict=True))
+    joined_ids = "\n".join(ids)  # type: ignore[arg-type]
+    joined_types = "\n".join(types)
+    if not coded.count("\n") == joined_ids.count("\n") == joined_types.count("\n") == n - 1:
+        return None
+    return coded, joined_ids, joined_types
+
+
 def _tree(ids: list[str | None], parents: list[str | None], types: list[str], lines: list[int],
-          entries: LazyEntries, by_id: dict[str, int] | None = None) -> Tree | None:
-    """The Tree that Tree.from_columns builds, found with C-speed checks when nothing is unusual;
-    None when a parentId names no entry. `by_id` may come prebuilt (unique ids, first half first)."""
+          entries: LazyEntries, by_id: dict[str, int] | None = None) -> Tree:
+    """The Tree that Tree.from_columns builds, found with C-speed checks when nothing is unusual.
+    `by_id` may come prebuilt (unique ids, first half first)."""
     n = len(ids)
     if by_id is None or len(by_id) != n:
         by_id = dict(zip(ids, range(n), strict=True))
     if len(by_id) != n or None in by_id:  # duplicate ids, or entries without one: the general path
-        tree = Tree.from_columns(ids, parents, types, lines, entries)
-        if any(d.code == "dangling-parent" for d in tree.diagnostics):
-            return None
-        return tree
+        return Tree.from_columns(ids, parents, types, lines, entries)
     # Parent positions. A parentId that is the previous entry's id object points there by construction
     # (the indexer shares the object); the others are looked up.
     up = list(range(-1, n - 1))
@@ -470,9 +458,7 @@ def _tree(ids: list[str | None], parents: list[str | None], types: list[str], li
             up[pos] = -1
             continue
         target = by_id.get(parent)
-        if target is None:
-            return None  # a parentId that names no entry
-        if target >= pos:  # a parent at or after its child: cycles are possible
+        if target is None or target >= pos:  # dangling, or a parent at or after its child (cycles)
             return Tree.from_columns(ids, parents, types, lines, entries)
         up[pos] = target
     tree = _IndexedTree(ids, parents, types, lines, entries, by_id, [])

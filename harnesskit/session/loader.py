@@ -110,7 +110,7 @@ def load_session(path: str | os.PathLike[str], *, exact: bool = False, fmt: str 
         migrator: Migrator | None = None
         entries: list[dict] = []
         lines: list[int] = []
-        for item in read_records(iter_lines(fp), exact):
+        for item in read_records(iter_lines(fp), exact, from_start=True):
             if isinstance(item, Diagnostic):
                 diagnostics.append(item)
                 continue

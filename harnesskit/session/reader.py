@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import gc
 import io
+import itertools
 import json
 import os
+import re
+import sys
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO
 
 import orjson
+
+from .format import is_header
 
 BOM = b"\xef\xbb\xbf"
 
@@ -83,11 +89,27 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
-def parse_line(content: bytes, exact: bool = False) -> tuple[object, str | None, str | None]:
+#: the deepest nesting read: orjson's own limit, and the stdlib fallback is held to the same (pi's
+#: JSON.parse reads deeper; a deeper line is reported as such, never as "not JSON")
+MAX_DEPTH = 1024
+_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+def _deeper_than(text: str, limit: int) -> bool:
+    """Whether brackets outside strings nest deeper than `limit` (only asked of a rare line)."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return any(map(limit.__lt__, itertools.accumulate(map(_STEP.__getitem__, map(ord, brackets)))))
+
+
+def parse_line(content: bytes, exact: bool = False, replace: bool = False) -> tuple[object, str | None, str | None]:
     """Parse one line: (value, error code, error reason).
 
     orjson is the fast path; the stdlib parses what orjson refuses but JSON allows, and `exact`
     (used by migrate, which rewrites files) keeps integers beyond 64 bits that orjson turns to floats.
+    `replace` reads bytes that are not UTF-8 as U+FFFD, as pi does (used for the header only).
+    Nesting deeper than MAX_DEPTH is refused with that reason on every path.
     """
     if not exact:
         try:
@@ -97,13 +119,38 @@ def parse_line(content: bytes, exact: bool = False) -> tuple[object, str | None,
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError as error:
-        return None, "invalid-utf8", f"not UTF-8 (byte {error.start})"
+        if not replace:
+            return None, "invalid-utf8", f"not UTF-8 (byte {error.start})"
+        text = content.decode("utf-8", "replace")
     try:
-        return json.loads(text, parse_constant=_reject_constant), None, None
-    except RecursionError:
-        return None, "invalid-json", "not JSON (nested too deeply)"
+        value = _stdlib_loads(text)
+    except RecursionError:  # deeper than MAX_DEPTH + 100 levels: the limit below leaves that many
+        return None, "too-deep", _TOO_DEEP
     except ValueError as error:
         return None, "invalid-json", f"not JSON ({error})"
+    if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(text, MAX_DEPTH):
+        return None, "too-deep", _TOO_DEEP  # orjson's rule, whatever the stdlib's own limit is
+    return value, None, None
+
+
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels (harnesskit reads up to {MAX_DEPTH})"
+
+
+@contextmanager
+def room_for_depth() -> Iterator[None]:
+    """Recursion room for MAX_DEPTH levels above the caller's stack: the stdlib's C JSON parser and
+    encoder (and repr) take one level per nesting, so their limit would otherwise depend on who calls."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit + MAX_DEPTH + 100)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _stdlib_loads(text: str) -> object:
+    with room_for_depth():
+        return json.loads(text, parse_constant=_reject_constant)
 
 
 def classify(value: object) -> tuple[str, str] | None:
@@ -120,9 +167,14 @@ def classify(value: object) -> tuple[str, str] | None:
 
 
 def read_records(
-    lines: Iterable[tuple[int, int, bytes, bool]], exact: bool = False
+    lines: Iterable[tuple[int, int, bytes, bool]], exact: bool = False, from_start: bool = False
 ) -> Iterator[Record | Diagnostic]:
     """Turn lines into records and diagnostics; blank lines are skipped silently.
+
+    `from_start`: the lines begin at the file's start, so the first object read is the header. A
+    line that is not UTF-8 but is a header when read as pi reads it (each bad byte as U+FFFD) is
+    then taken as the header, with a warning: a bad byte costs that line, and the header's line is
+    the whole file. Any other line that is not UTF-8 is skipped and reported.
 
     The cyclic GC is paused while this runs (and restored when it ends or is closed): a caller that
     keeps a million records would otherwise spend most of its time in collections that find nothing,
@@ -137,6 +189,12 @@ def read_records(
                     yield Diagnostic(number, offset, "truncated last line (no newline)", "truncated")
                 continue
             value, code, reason = parse_line(content, exact)
+            if code == "invalid-utf8" and from_start:
+                header, _, _ = parse_line(content, exact, replace=True)
+                if isinstance(header, dict) and is_header(header):
+                    yield Diagnostic(number, offset, f"header {reason}: read with U+FFFD for the bad bytes, as pi does",
+                                     code, "warning")
+                    value, code, reason = header, None, None
             if code is None:
                 problem = classify(value)
                 if problem is not None:
@@ -150,6 +208,7 @@ def read_records(
             if not terminated:
                 yield Diagnostic(number, offset, "last line has no newline", "no-final-newline", "warning")
             assert isinstance(value, dict)
+            from_start = False  # the first object: the header, or no header at all
             yield Record(number, offset, value)
     finally:
         if enabled:

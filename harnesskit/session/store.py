@@ -10,6 +10,7 @@ from pathlib import Path
 import orjson
 
 from .format import is_header
+from .reader import parse_line
 
 
 def home_dir() -> Path:
@@ -80,11 +81,13 @@ def read_header(path: Path) -> dict | None:
             first = fp.readline()
     except OSError:
         return None
-    first = first.removeprefix(b"\xef\xbb\xbf").rstrip(b"\r\n")
-    try:
-        header = loads(first)
-    except orjson.JSONDecodeError:
-        return None
+    return header_of(first)
+
+
+def header_of(first: bytes) -> dict | None:
+    """The header in a file's first line, read by the reader's rules (a bad UTF-8 byte read as
+    U+FFFD, as pi does; nesting up to the reader's limit), or None."""
+    header, _, _ = parse_line(first.removeprefix(b"\xef\xbb\xbf").rstrip(b"\r\n"), replace=True)
     return header if isinstance(header, dict) and is_header(header) else None
 
 
@@ -158,12 +161,8 @@ def summarize(path: Path) -> Summary | None:
     except OSError:
         return None
     with fp:
-        first = fp.readline().removeprefix(b"\xef\xbb\xbf")
-        try:
-            header = loads(first)
-        except orjson.JSONDecodeError:
-            return None
-        if not isinstance(header, dict) or not is_header(header):
+        header = header_of(fp.readline())
+        if header is None:
             return None
         name = None
         first_user = None
