@@ -51,11 +51,26 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def well_formed(value: object) -> object:
     """A JSON-like value with every lone surrogate replaced by U+FFFD: what a UTF-8 request body can
-    carry (a session may hold one, valid JSON; a server cannot be sent it)."""
+    carry (a session may hold one, valid JSON; a server cannot be sent it). Iterative: a session may
+    nest a message as deep as the reader reads (1024 levels), deeper than Python's recursion."""
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [well_formed(v) for v in value]
-    if isinstance(value, dict):
-        return {k: well_formed(v) for k, v in value.items()}
-    return value
+    if not isinstance(value, list | dict):
+        return value
+    root: list[object] = [None]
+    stack: list[tuple[object, list | dict, object]] = [(value, root, 0)]  # (source, container, key)
+    while stack:
+        source, into, key = stack.pop()
+        if isinstance(source, str):
+            into[key] = _SURROGATE.sub("\ufffd", source)  # type: ignore[index]
+        elif isinstance(source, list):
+            copy: list[object] = [None] * len(source)
+            into[key] = copy  # type: ignore[index]
+            stack.extend((item, copy, i) for i, item in enumerate(source))
+        elif isinstance(source, dict):
+            mapping: dict[str, object] = dict.fromkeys(source)
+            into[key] = mapping  # type: ignore[index]
+            stack.extend((item, mapping, k) for k, item in source.items())
+        else:
+            into[key] = source  # type: ignore[index]
+    return root[0]

@@ -482,3 +482,35 @@ def test_the_real_transcripts_are_indexed_and_counted_once(env: Env) -> None:
     codex = sorted((SHARED_FIXTURES / "codex").glob("*.jsonl"))
     assert claude and codex
     _check_foreign(env, _place_foreign(env, claude, codex))
+
+
+def test_hostile_session_content_never_breaks_the_index(env: Env) -> None:
+    """What a session file may hold and SQLite or orjson cannot take: lone surrogates (in text, name,
+    cwd, tool arguments), numbers beyond any float, nesting past orjson's depth."""
+    directory = env.sessions / "--hostile--"
+    directory.mkdir(parents=True)
+    deep = "[" * 600 + "]" * 600
+    lines = [
+        '{"type":"session","version":3,"id":"h\\ud800","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w\\udfff"}',
+        '{"type":"session_info","id":"00000001","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z",'
+        '"name":"bad \\ud800 name"}',
+        '{"type":"message","id":"00000002","parentId":"00000001","timestamp":"2026-01-01T00:00:00.000Z",'
+        '"message":{"role":"user","content":[{"type":"text","text":"findme \\ud83d alone"}],"timestamp":1}}',
+        '{"type":"message","id":"00000003","parentId":"00000002","timestamp":"2026-01-01T00:00:00.000Z",'
+        '"message":{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"calc","arguments":{"x":'
+        + deep + ',"y":"\\ud800","z":123456789012345678901234567890}}],"provider":"p","model":"m",'
+        '"usage":{"input":1e400,"output":5,"totalTokens":99999999999999999999999},"stopReason":"toolUse",'
+        '"timestamp":2}}',
+    ]
+    (directory / "h.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    corpus(env.sessions, 2)
+    assert invoke("index").exit_code == 0
+    hits = invoke("search", "findme", "--all", "--json")
+    assert hits.exit_code == 0, hits.output
+    assert [json.loads(line)["entryId"] for line in hits.stdout.splitlines()] == ["00000002"]
+    found = invoke("search", "calc", "--all", "--tool", "calc", "--json").stdout
+    calls = [json.loads(line) for line in found.splitlines()]
+    assert [h["entryId"] for h in calls if h["path"].endswith("h.jsonl")] == ["00000003"]
+    usage = invoke("usage", "model", "--json")
+    assert usage.exit_code == 0, usage.output
+    assert {g["key"] for g in json.loads(usage.stdout)["groups"]} >= {"m"}

@@ -30,6 +30,7 @@ import orjson
 
 from .format import is_header
 from .migrate import UnsupportedSession, detect, iso_to_ms
+from .reader import parse_line
 from .store import header_of
 
 SCHEMA_VERSION = 1
@@ -170,15 +171,19 @@ class Found:
     line: int = 0  # the number of the last line read
 
 
+_INT64 = 1 << 63  # SQLite's integers; a count beyond them is no count (a file may say anything)
+
+
 def _number(value: object) -> int:
     if value.__class__ is int:
-        return value  # type: ignore[return-value]
+        return value if -_INT64 < value < _INT64 else 0  # type: ignore[return-value, operator]
     if value.__class__ is not float:
         return 0
     try:
-        return int(value)  # type: ignore[arg-type]
+        number = int(value)  # type: ignore[arg-type]
     except (OverflowError, ValueError):  # inf, nan
         return 0
+    return number if -_INT64 < number < _INT64 else 0
 
 
 def _str(value: object) -> str | None:
@@ -204,8 +209,30 @@ def _texts(content: object) -> tuple[list[str], list[str]]:
                 name = block.get("name")
                 if name.__class__ is str:
                     tools.append(name)
-                    texts.append(f"{name} {orjson.dumps(block.get('arguments')).decode()}")
+                    texts.append(f"{name} {_dumps(block.get('arguments'))}")
     return texts, tools
+
+
+def _dumps(value: object) -> str:
+    """JSON text of a tool call's arguments, whatever they hold (orjson refuses lone surrogates,
+    integers beyond 64 bits and nesting past 254 levels; the stdlib takes them)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        import json
+
+        from .reader import room_for_depth
+
+        with room_for_depth():
+            return json.dumps(value, ensure_ascii=False)
+
+
+def _clean(value: str | None) -> str | None:
+    """Text SQLite can store: a lone surrogate (valid JSON, no valid UTF-8) becomes U+FFFD."""
+    return value if value is None or value.isascii() else _SURROGATE.sub("\ufffd", value)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _cost(usage: dict, counts: list[int]) -> float | None:
@@ -226,7 +253,7 @@ def _stamp(entry: dict, message: dict | None) -> int | None:
     """A message's time in ms: its own `timestamp` (pi writes ms), else the entry's ISO one."""
     if message is not None:
         value = message.get("timestamp")
-        if value.__class__ is int:
+        if value.__class__ is int and -_INT64 < value < _INT64:  # type: ignore[operator]
             return value
         if value.__class__ is float and value == value and abs(value) < 1e15:
             return int(value)
@@ -305,8 +332,10 @@ def read_pi(lines: Iterable[bytes], found: Found, offset: int, line: int) -> Fou
         offset += len(raw)
         try:
             entry = loads(raw)
-        except error:
-            continue  # `validate` reports bad lines; the index only skips them
+        except error:  # what orjson refuses the reader may still read (a lone surrogate, 1e400)
+            entry, code, _ = parse_line(raw.rstrip(b"\r\n"))
+            if code is not None:
+                continue  # `validate` reports bad lines; the index only skips them
         if entry.__class__ is dict and not is_header(entry):
             take_entry(found, entry, line)
     found.offset, found.line = offset, line
@@ -451,8 +480,8 @@ def update(conn: sqlite3.Connection, sources: Iterable[Source],
     work: list[tuple[Source, os.stat_result, tuple | None]] = []
     for source in sources:
         key = str(source.path)
-        if key in seen:
-            continue
+        if key in seen or (not key.isascii() and _SURROGATE.search(key)):
+            continue  # a name that is no UTF-8 cannot be stored (nor shown): such a file is passed over
         try:
             st = os.stat(key)
         except OSError:
@@ -514,10 +543,10 @@ class _Batch:
         header = found.header or {}
         session = self.next_session
         self.next_session += 1
-        self.sessions.append((session, path, harness, _str(header.get("id")), _str(header.get("cwd")), found.name,
-                              found.first_user, iso_to_ms(header.get("timestamp")), found.updated_ms,
-                              orjson.dumps(found.models).decode(), len(found.messages),
-                              _str(header.get("parentSession"))))
+        self.sessions.append((session, _clean(path), harness, _clean(_str(header.get("id"))),
+                              _clean(_str(header.get("cwd"))), _clean(found.name), _clean(found.first_user),
+                              iso_to_ms(header.get("timestamp")), found.updated_ms, _dumps(found.models),
+                              len(found.messages), _clean(_str(header.get("parentSession")))))
         return session
 
     def extend_session(self, session: int, found: Found) -> None:
@@ -531,15 +560,16 @@ class _Batch:
         self.conn.execute(
             "UPDATE sessions SET name = ?, first_user = ?, updated_ms = ?, models = ?, messages = messages + ?"
             " WHERE rowid = ?",
-            (found.name if found.name is not None else name, first_user or found.first_user, updated,
-             orjson.dumps(models).decode(), len(found.messages), session))
+            (_clean(found.name) if found.name is not None else name, first_user or _clean(found.first_user), updated,
+             _dumps(models), len(found.messages), session))
 
     def rows(self, session: int, found: Found) -> None:
         first = self.next_message
         self.next_message += len(found.messages)
-        self.messages += [(first + i, session, *m[:6]) for i, m in enumerate(found.messages)]
-        self.texts += [(first + i, m[6]) for i, m in enumerate(found.messages)]
-        self.usage += [(session, *u) for u in found.usage]
+        self.messages += [(first + i, session, _clean(m[0]), m[1], _clean(m[2]), m[3], _clean(m[4]), _clean(m[5]))
+                          for i, m in enumerate(found.messages)]
+        self.texts += [(first + i, _clean(m[6])) for i, m in enumerate(found.messages)]
+        self.usage += [(session, _clean(u[0]), u[1], _clean(u[2]), _clean(u[3]), *u[4:]) for u in found.usage]
 
     def commit(self) -> None:
         conn = self.conn

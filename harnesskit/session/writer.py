@@ -31,12 +31,15 @@ def encode(entry: dict) -> bytes:
     """One entry as one line of compact UTF-8 JSON."""
     try:
         return orjson.dumps(entry) + b"\n"
-    except TypeError:  # integers beyond 64 bits or lone surrogates, which orjson refuses to write
+    except TypeError:  # integers beyond 64 bits, lone surrogates, or nesting past orjson's 254 levels
         import json
 
         from harnesskit.text import escape_json
 
-        return escape_json(json.dumps(entry, ensure_ascii=False, separators=(",", ":"))).encode() + b"\n"
+        from .reader import room_for_depth
+
+        with room_for_depth():
+            return escape_json(json.dumps(entry, ensure_ascii=False, separators=(",", ":"))).encode() + b"\n"
 
 
 def write_all(fd: int, data: bytes) -> None:
