@@ -35,7 +35,8 @@ def test_fork_copies_an_entry_nested_past_orjsons_depth(run, tmp_path: Path) -> 
                 and any(b.get("type") == "toolCall" for b in o["message"]["content"]))
     block = next(b for b in call["message"]["content"] if b.get("type") == "toolCall")
     block["arguments"] = {"deep": nested(MAX_DEPTH - 10, 1)}
-    source = write_lines(tmp_path / "deep.jsonl", objects)
+    with room_for_depth():
+        source = write_lines(tmp_path / "deep.jsonl", objects)
     result = run("fork", source, "--session-dir", tmp_path / "out")
     assert result.exit_code == 0, result.output
     forked = next((tmp_path / "out").glob("*.jsonl"))
