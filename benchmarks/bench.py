@@ -48,6 +48,12 @@ ONCE = {"full"}  # slow and memory-hungry: measured in the first round only
 
 def measure(name: str, path: Path) -> dict:
     sys.path.insert(0, str(ROOT))
+    if name.startswith("cli:"):  # inspect, fork --at, migrate --check: bench_inspect.py
+        import bench_inspect
+
+        result = bench_inspect.measure_cli(name[4:], path)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        return {**result, "entries": 0, "rss_mb": _peak_rss_mb() + kids, "workers_rss_mb": kids}
     if name in ("validate", "validate-1"):
         from harnesskit.session.check import check_file  # imports before the clock starts
 
@@ -216,6 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"start-up (median of {args.startup_runs}): harnesskit inspect {FIXTURE.name}: "
           f"{times['inspect'] * 1000:.0f} ms; python -c 'import click': {times['import click'] * 1000:.0f} ms; "
           f"ratio {ratio:.2f} (target <= 2) {'MET' if ratio <= 2 else 'NOT MET'}")
+    print()
+    import bench_inspect  # the inspect / fork --at / migrate --check section (issue 7)
+
+    verdicts += bench_inspect.section(path, base, best["continue"]["seconds"], args.rounds, run_child)
     print()
     for verdict in verdicts:
         print(verdict)
