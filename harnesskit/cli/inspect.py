@@ -46,8 +46,13 @@ def header_line(session: Session) -> str:
     return describe(session.dialect, session.header, len(session.entries), session.tree.name())
 
 
+def shown(text: str) -> str:
+    """Text from the file as one safe line: control characters (newline and tab too) spelled out."""
+    return text if text.isprintable() else visible(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
 def _fit(text: str, cols: int | None) -> str:
-    text = visible(text)
+    text = shown(text)
     return text if cols is None else table.fit(text, cols)
 
 
@@ -200,9 +205,9 @@ def entries_layout(fmt: str, cols: int | None, line_width: int) -> table.Layout:
 
 def _row(line: int, entry: dict, room: int, label: str = "") -> list[str]:
     entry_id, parent = entry.get("id"), entry.get("parentId")
-    return [str(line), visible((entry_id if type(entry_id) is str else "-") + label),
-            visible(parent) if type(parent) is str else "-", visible(render.entry_kind(entry)),
-            visible(render.entry_summary(entry, room))]  # escapes first: they take columns too
+    return [str(line), shown((entry_id if type(entry_id) is str else "-") + label),
+            shown(parent) if type(parent) is str else "-", shown(render.entry_kind(entry)),
+            shown(render.entry_summary(entry, room))]  # escapes first: they take columns too
 
 
 def table_rows(stream: Stream, fmt: str, cols: int | None) -> Iterator[str]:
@@ -328,7 +333,7 @@ def context_lines(session: Session, leaf: object, fmt: str, cols: int | None, as
     yield _fit(f"context from leaf {context.leaf_id}: {len(context.messages)} messages, "
                f"model {model.get('provider')}/{model.get('modelId')}, thinking {context.thinking_level}", cols)
     room = 1000 if cols is None else cols
-    rows = [[str(i + 1), visible(str(m.get("role"))), visible(render.message_summary(m, room))]
+    rows = [[str(i + 1), shown(str(m.get("role"))), shown(render.message_summary(m, room))]
             for i, m in enumerate(context.messages)]
     yield from table.render(table.fitted(fmt, ["#", "role", "content"], rows, [True, False, False], 2, cols), rows)
 
@@ -379,7 +384,7 @@ def _stats_table(stats: dict, head: str, fmt: str, cols: int | None, as_json: bo
     for title, key in (("type", "types"), ("role", "roles"), ("tool", "tool_calls"), ("tokens", "tokens")):
         if stats[key]:
             yield ""
-            rows = [[visible(str(k)), str(v)] for k, v in stats[key].items()]
+            rows = [[shown(str(k)), str(v)] for k, v in stats[key].items()]
             yield from table.render(table.fitted(fmt, [title, "count"], rows, [False, True], 0, cols), rows)
 
 

@@ -12,8 +12,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from .loader import Session, SessionError, load_session, open_binary
 from .formats import sniff
+from .loader import Session, SessionError, load_session, open_binary
 from .stream import read_header
 from .writer import SessionLocked, create_synced, encode, lock_holder
 
