@@ -31,12 +31,12 @@ RIGHT = [True, False, False, False, False]
 
 
 def describe(dialect: Dialect, header: dict, entries: int | None = None, name: str | None = None) -> str:
-    parts = [f"session {dialect}", f"id={header.get('id')}", f"cwd={header.get('cwd')}",
-             f"created={header.get('timestamp')}"]
+    parts = [f"session {dialect}"]  # what matters most first: a narrow terminal cuts the end
     if entries is not None:
         parts.append(f"entries={entries}")
     if name:
         parts.append(f"name={name!r}")
+    parts += [f"id={header.get('id')}", f"cwd={header.get('cwd')}", f"created={header.get('timestamp')}"]
     if header.get("parentSession"):
         parts.append(f"parent={header['parentSession']}")
     return "  ".join(parts)
