@@ -8,6 +8,7 @@ once, memory stays that of one line). `--stats` streams too, keeping only the tr
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -136,7 +137,19 @@ def inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: boo
     """
     if sum([show_tree, show_context, show_stats]) > 1:
         raise Fail("choose one of --tree, --context, --stats")
-    fmt = fmt.lower()
+    # Parsed JSON holds no cycles; with a million entries' columns alive, each full collection would
+    # walk them all again (the reader and the index pause it too).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _inspect(file, show_tree, leaf_ref, show_context, show_stats, fmt.lower(), as_json, width, no_pager, source)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: bool, show_stats: bool, fmt: str,
+             as_json: bool, width: int | None, no_pager: bool, source: str | None) -> None:
     cols = None if as_json else (width or render.terminal_width())
     foreign = source not in (None, "pi") or (source is None and file.is_file() and _sniff(file) != "pi")
     if foreign:  # another harness's file: its reader converts it whole (see session/formats)

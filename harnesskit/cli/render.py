@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 
 import orjson
@@ -170,37 +171,58 @@ def draw_tree(tree: Tree, positions: Iterable[int] | None, labels: dict[str, str
 
 
 def _walk(tree: Tree, positions: Iterable[int] | None) -> Iterator[tuple[int, str]]:
-    """(position, lead of its line) in drawing order, each entry once."""
+    """(position, lead of its line) in drawing order, each entry once. The children lists are three
+    arrays of positions (first child, next sibling, last child), not a dict of a million lists."""
     allowed = None if positions is None else set(positions)
-    kids = tree.children()
+    n = len(tree)
+    first, after, last = array("l", [-1]) * n, array("l", [-1]) * n, array("l", [-1]) * n
+    roots: list[int] = []
+    for pos in range(n):  # file order: each parent's children in file order, as Tree.children()
+        parent = tree.parent_pos(pos)
+        if parent is None:
+            roots.append(pos)
+        elif first[parent] < 0:
+            first[parent] = last[parent] = pos
+        else:
+            after[last[parent]] = pos
+            last[parent] = pos
 
-    def branches(children: list[int], prefix: str) -> list[tuple[int, str, str]]:
+    def branches(pos: int, prefix: str) -> list[tuple[int, str, str]]:
         """Stack items (position, lead of its own line, prefix of its descendants), first on top."""
-        children = [c for c in children if allowed is None or c in allowed]
-        if len(children) == 1:
-            return [(children[0], prefix, prefix)]
-        items = []
-        for i, child in enumerate(children):
-            last = i == len(children) - 1
-            items.append((child, prefix + ("└─ " if last else "├─ "), prefix + ("   " if last else "│  ")))
-        return items[::-1]
+        children = []
+        child = first[pos]
+        while child >= 0:
+            if allowed is None or child in allowed:
+                children.append(child)
+            child = after[child]
+        return _stacked(children, prefix)
 
-    stack = branches(kids.get(None, []), "")
-    drawn: set[int] = set()
-    unreached = iter(range(len(tree)))
+    stack = _stacked([c for c in roots if allowed is None or c in allowed], "")
+    drawn = bytearray(n)
+    unreached = iter(range(n))
     while True:
         if not stack:
             # entries no root reaches (a parentId cycle): each starts a tree of its own, drawn once
-            start = next((p for p in unreached if p not in drawn and (allowed is None or p in allowed)), None)
+            start = next((p for p in unreached if not drawn[p] and (allowed is None or p in allowed)), None)
             if start is None:
                 break
             stack = [(start, "", "")]
         pos, lead, prefix = stack.pop()
-        if pos in drawn:
+        if drawn[pos]:
             continue
-        drawn.add(pos)
+        drawn[pos] = 1
         yield pos, lead
-        stack.extend(branches(kids.get(pos, []), prefix))
+        stack.extend(branches(pos, prefix))
+
+
+def _stacked(children: list[int], prefix: str) -> list[tuple[int, str, str]]:
+    if len(children) == 1:
+        return [(children[0], prefix, prefix)]
+    items = []
+    for i, child in enumerate(children):
+        end = i == len(children) - 1
+        items.append((child, prefix + ("└─ " if end else "├─ "), prefix + ("   " if end else "│  ")))
+    return items[::-1]
 
 
 def json_line(obj: object) -> str:
