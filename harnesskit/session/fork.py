@@ -1,8 +1,8 @@
 """A new session file from an entry of an old one (pi's createBranchedSession and --fork).
 
-The source is only read. From a lazily indexed source (`index.load_for_continue`) each copied entry
-is decoded (and so checked against its index row) and its line copied as written; only an entry whose
-parentId changes (after a dropped label) is encoded again. The new file is written under a hidden
+The source is only read. From a lazily indexed source (`index.load_for_continue`, which parsed every
+line as it indexed it) each path entry's line is copied as written; only an entry whose parentId
+changes (after a dropped label) or is not a string is decoded and encoded again. The new file is written under a hidden
 name, fsynced, and linked into place, so it appears whole or not at all.
 """
 
@@ -23,12 +23,24 @@ class ForkError(Exception):
     pass
 
 
-def _read(source: Session, positions: list[int]) -> Iterator[tuple[dict, bytes | None]]:
-    """(entry, its line as written, or None when the entries are in memory) for each position."""
-    decode_lines = getattr(source.entries, "decode_lines", None)
-    if decode_lines is not None:
-        return decode_lines(positions)
-    return ((source.entries[pos], None) for pos in positions)
+def _lines(source: Session, positions: list[int], parents: list[str | None]) -> Iterator[tuple[dict | None, bytes]]:
+    """For each position: (None, its line as written) when the line can be copied as it is (its
+    parentId is the string `parents` gives it), else (the entry, b""). From a lazy index the lines
+    are read in runs and only the others are decoded: every line was parsed when it was indexed."""
+    entries = source.entries
+    raw_lines = getattr(entries, "raw_lines", None)
+    if raw_lines is None:
+        for pos in positions:
+            yield entries[pos], b""
+        return
+    tree = source.tree
+    for pos, content, parent in zip(positions, raw_lines(positions), parents, strict=True):
+        entry_id = tree.ids[pos]
+        if (parent is not None and tree.parents[pos] == parent and entry_id is not None
+                and f'"id":"{entry_id}"'.encode() in content):  # (the id: a guard against a changed file)
+            yield None, content
+        else:
+            yield entries.decode_line(pos)[0], b""
 
 
 def fork_lines(source: Session, at: str | None, everything: bool) -> Iterator[bytes]:
@@ -36,23 +48,25 @@ def fork_lines(source: Session, at: str | None, everything: bool) -> Iterator[by
     label entries dropped and the labels of path entries re-created after them, as pi does."""
     tree = source.tree
     if everything:
-        for entry, raw in _read(source, list(range(len(tree)))):
-            yield encode(dict(entry)) if raw is None else raw + b"\n"
+        positions = list(range(len(tree)))
+        for entry, raw in _lines(source, positions, [tree.parents[pos] for pos in positions]):
+            yield raw + b"\n" if entry is None else encode(dict(entry))
         return
     leaf = at if at is not None else tree.leaf_id
     if leaf is None:
         raise ForkError(f"{source.path}: has no entries to fork")
     path = [pos for pos in tree.path(tree.by_id[leaf]) if tree.types[pos] != "label"]
+    new_parents = [None, *(tree.ids[pos] for pos in path[:-1])]  # relinked across dropped labels
     parent: str | None = None
     on_path: set[str | None] = set()
-    for entry, raw in _read(source, path):
-        if raw is not None and "parentId" in entry and entry["parentId"] == parent:
+    for pos, (entry, raw) in zip(path, _lines(source, path, new_parents), strict=True):
+        if entry is None:
             yield raw + b"\n"  # the line as written
         else:
             copied = dict(entry)
             copied["parentId"] = parent  # relinks across a dropped label; unchanged elsewhere
             yield encode(copied)
-        parent = entry.get("id")
+        parent = tree.ids[pos] if entry is None else entry.get("id")
         on_path.add(parent)
     taken = set(tree.by_id)
     for target, label in tree.labels().items():

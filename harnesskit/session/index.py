@@ -92,9 +92,14 @@ class LazyEntries(Sequence):
         raw = self._read(pos)
         return self._check(pos, raw), raw
 
-    def decode_lines(self, positions: Sequence[int], chunk: int = 1 << 22) -> Iterator[tuple[dict, bytes]]:
-        """`decode_line` for many positions in file order (a path), reading runs of adjacent entries
-        in one pread of up to `chunk` bytes instead of one per entry."""
+    def decode_lines(self, positions: Sequence[int]) -> Iterator[tuple[dict, bytes]]:
+        """`decode_line` for many positions in file order (a path), read in runs (see `raw_lines`)."""
+        for pos, content in zip(positions, self.raw_lines(positions), strict=True):
+            yield self._quick_check(pos, content), content
+
+    def raw_lines(self, positions: Sequence[int], chunk: int = 1 << 22) -> Iterator[bytes]:
+        """The lines of many entries (without line ends), not parsed: runs of adjacent entries are
+        read in one pread of up to `chunk` bytes instead of one per entry."""
         offsets, n, fd = self._offsets, self._n, None
         i = 0
         while i < len(positions):
@@ -105,7 +110,7 @@ class LazyEntries(Sequence):
                 j += 1
             last = positions[j]
             if last + 1 >= n or j == i:
-                yield self.decode_line(start)
+                yield self._read(start)
                 i += 1
                 continue
             if fd is None:
@@ -118,8 +123,7 @@ class LazyEntries(Sequence):
                 raw = block[offsets[pos] - base: offsets[pos + 1] - base]
                 raw = raw[: raw.find(b"\n") + 1] or raw
                 content = raw[:-1] if raw.endswith(b"\n") else raw
-                content = content[:-1] if content.endswith(b"\r") else content
-                yield self._quick_check(pos, content), content
+                yield content[:-1] if content.endswith(b"\r") else content
             i = j + 1
 
     def _quick_check(self, pos: int, content: bytes) -> dict:
