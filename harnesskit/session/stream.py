@@ -39,7 +39,7 @@ def read_header(fp: BinaryIO, path: Path) -> tuple[Record, Dialect, list[Diagnos
             content = content[:-1]
         if number == 1 and content.startswith(BOM):
             content = content[3:]
-        for item in read_records(((number, offset, content, terminated),)):
+        for item in read_records(((number, offset, content, terminated),), from_start=True):  # no object yet
             if isinstance(item, Diagnostic):
                 diagnostics.append(item)
             else:
