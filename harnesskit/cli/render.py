@@ -162,6 +162,8 @@ def draw_tree(tree: Tree, positions: Iterable[int] | None, labels: dict[str, str
     walk = _walk(tree, positions)
     while batch := list(itertools.islice(walk, 4096)):  # read in drawing order, a batch at a time
         for (pos, lead), entry in zip(batch, read([pos for pos, _ in batch]), strict=True):
+            if width and len(lead) > width // 2:  # nested deeper than half the line: its last levels only
+                lead = "…" + lead[len(lead) - width // 2 + 1:]
             entry_id = tree.ids[pos] or "?"
             marks = f" [{labels[entry_id]}]" if entry_id in labels else ""
             if entry_id == leaf:
