@@ -52,6 +52,11 @@ def _cut(text: str, limit: int) -> str:
 def serialize(messages: Iterable[dict[str, Any]]) -> str:
     """The conversation as plain labelled text: a summary request is one user message, so the
     model reads the history rather than continuing it."""
+    return "\n\n".join(serialized(messages))
+
+
+def serialized(messages: Iterable[dict[str, Any]]) -> list[str]:
+    """One labelled paragraph per message (or per part of an assistant message)."""
     lines: list[str] = []
     for message in messages:
         role = message.get("role")
@@ -77,7 +82,7 @@ def serialize(messages: Iterable[dict[str, Any]]) -> str:
             lines.append(f"[Shell]: {message.get('command', '')}\n{output}")
         elif role == "custom":
             lines.append(f"[{message.get('customType') or 'Note'}]: {text_of(message)}")
-    return "\n\n".join(lines)
+    return lines
 
 
 def build_prompt(messages: list[dict[str, Any]], *, kind: str = "history", previous: str | None = None,
@@ -94,15 +99,25 @@ def build_prompt(messages: list[dict[str, Any]], *, kind: str = "history", previ
         parts.append(f"The user asks the summary to focus on: {instructions.strip()}")
     head = "\n\n".join(parts)
     previous_block = f"\n\n<previous-summary>\n{previous}\n</previous-summary>" if previous else ""
-    conversation = serialize(messages)
+    parts = serialized(messages)
 
     def whole(text: str) -> str:
         return f"{head}{previous_block}\n\n<conversation>\n{text}\n</conversation>"
 
-    if budget_tokens is not None and len(whole(conversation)) > budget_tokens * 4:
-        room = max(0, budget_tokens * 4 - len(whole(OMITTED)))
-        conversation = OMITTED + (conversation[len(conversation) - room:] if room else "")
-    return whole(conversation)
+    conversation = "\n\n".join(parts)
+    if budget_tokens is None or len(whole(conversation)) <= budget_tokens * 4:
+        return whole(conversation)
+    room = max(0, budget_tokens * 4 - len(whole(OMITTED)))
+    kept: list[str] = []  # the newest whole messages that fit; the oldest go first
+    used = 0
+    for part in reversed(parts):
+        if used + len(part) + 2 > room:
+            break
+        kept.append(part)
+        used += len(part) + 2
+    if not kept and parts:  # even the newest alone is too long: its end
+        kept = [parts[-1][len(parts[-1]) - room:] if room else ""]
+    return whole(OMITTED + "\n\n".join(reversed(kept)))
 
 
 def request_tokens(prompt: str) -> int:
