@@ -545,3 +545,27 @@ def test_branch_at_a_terminal_asks_then_prefills_the_prompt(env: Env) -> None:
     assert again["message"]["content"][0]["text"] == "u2"
     assert summary["parentId"] == messages[1]["id"]
     assert_strict_valid(path)
+
+
+def test_ctrl_c_during_an_automatic_summary_writes_no_compaction(env: Env) -> None:
+    """An aborted summary writes nothing: Ctrl-C while the summary streams ends the turn as
+    aborted (like Ctrl-C in any request) and the file has no compaction entry."""
+    import signal
+
+    replies = [{"text": "one " * 300}, {"text": "a summary that never ends " * 20, "chunks": 200, "delay": 0.1}]
+    script = write_script(env.tmp / "s.yaml", replies)
+    config(("context_window", 400), ("compaction.keep_recent_tokens", 20))
+    chat = Interactive(env, "chat", "--model", f"script:{script}", "-p", "first", "-p", "second", feed=False)
+    try:
+        chat.expect("[compacting:")
+        chat.proc.send_signal(signal.SIGINT)
+        code = chat.wait()
+    finally:
+        chat.kill()
+    assert code == 130, ("".join(chat.out), "".join(chat.err))
+    assert "Traceback" not in "".join(chat.err)
+    path = only_session(env.home)
+    assert entries_of(path, "compaction") == []
+    last = entries_of(path, "message")[-1]["message"]
+    assert last["role"] == "assistant" and last["stopReason"] == "aborted"
+    assert_strict_valid(path)
