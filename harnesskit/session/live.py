@@ -82,6 +82,8 @@ class LiveSession:
                parent_session: str | None) -> LiveSession:
         """A fork whose path has no assistant reply yet: its entries wait in the writer with the
         header, and the file appears with the first reply (pi's lazy creation of a branched session)."""
+        if directory is not None:
+            check_creatable(directory)
         header = session_header(cwd, parent_session=parent_session)
         path = None if directory is None else directory / session_filename(header["timestamp"], header["id"])
         writer = None if path is None else SessionWriter(path, header=header, fsync=fsync)
@@ -89,7 +91,7 @@ class LiveSession:
         for entry in entries:
             if writer is not None:
                 writer.append(entry)
-        return cls(tree, path, writer, tree.leaf_id, cwd, header, _next_line=len(entries) + 2)
+        return cls(tree, path, writer, tree.leaf_id, header, _next_line=len(entries) + 2)
 
     @classmethod
     def reopen(cls, session: Session, fsync: str, *, write: bool = True, leaf_id: str | None = None) -> LiveSession:
