@@ -8,9 +8,10 @@ from pathlib import Path
 import click
 
 from harnesskit.session import store
-from harnesskit.session.fork import ForkError, write_fork
+from harnesskit.session.fork import ROOT, ForkError, fork_point, write_fork
 
-from .errors import Fail
+from . import render
+from .errors import Fail, warn
 from .inspect import open_for_reading, resolve_leaf
 from .screen import echo
 
@@ -26,7 +27,10 @@ def fork(file: Path, at_ref: str | None, everything: bool, cwd: Path | None, ses
     """Start a new session file from FILE, linked to it by parentSession.
 
     By default the new file holds the path root → ENTRY with the labels of those entries; --all
-    copies everything. FILE is never modified. Prints the new file's path (and only that) on stdout.
+    copies everything. ENTRY a user message forks before it, as pi's /fork does. A path without
+    an assistant reply is refused (pi would damage such a file when continuing it): branch in
+    place with `continue FILE --from ENTRY` instead. FILE is never modified. Prints the new
+    file's path (and only that) on stdout.
 
     \b
     Examples:
@@ -38,9 +42,18 @@ def fork(file: Path, at_ref: str | None, everything: bool, cwd: Path | None, ses
         raise Fail("--all copies every entry; it does not take --at")
     source = open_for_reading(str(file))
     at = resolve_leaf(source, at_ref)
+    note = None
+    if at_ref is not None and at is not None:
+        point, prompt = fork_point(source.tree, at)
+        if prompt is not None:  # a user message: forked before it, as pi's /fork
+            note = (f"{at} is a user message: the fork ends before it, at {point or 'the start'} "
+                    f"(its text: {render.cut(render.one_line(prompt), 80)})")
+            at = point if point is not None else ROOT
     target_cwd = str((cwd or Path.cwd()).resolve()) if cwd else os.getcwd()
     try:
         path = write_fork(source, store.session_dir(target_cwd, session_dir), target_cwd, at, everything)
     except (ForkError, OSError) as error:
         raise Fail(str(error)) from None
+    if note is not None:
+        warn(note)
     echo(str(path))

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 import orjson
 from tabulate import tabulate as _tabulate
 
+from harnesskit.session.migrate import iso_to_ms
 from harnesskit.session.reader import room_for_depth
 from harnesskit.session.tree import Tree
 from harnesskit.text import escape_json, visible
@@ -141,6 +142,15 @@ def table(rows: list[list[object]], headers: list[str], fmt: str, width: int | N
     return tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True)
 
 
+def by_time(tree: Tree, siblings: list[int]) -> list[int]:
+    """Siblings oldest first, as pi's getTree sorts them; equal or unreadable times keep file order."""
+    def key(pos: int) -> tuple[bool, int]:
+        ms = iso_to_ms(tree.entries[pos].get("timestamp"))
+        return (ms is None, ms or 0)  # no readable time: after every real one
+
+    return sorted(siblings, key=key)
+
+
 def draw_tree(tree: Tree, positions: Iterable[int] | None, labels: dict[str, str], leaf: str | None,
               width: int | None) -> Iterator[str]:
     """The branch structure: a chain stays flat, each fork indents its branches. Iterative, so a
@@ -153,6 +163,7 @@ def draw_tree(tree: Tree, positions: Iterable[int] | None, labels: dict[str, str
         children = [c for c in children if allowed is None or c in allowed]
         if len(children) == 1:
             return [(children[0], prefix, prefix)]
+        children = by_time(tree, children)
         items = []
         for i, child in enumerate(children):
             last = i == len(children) - 1

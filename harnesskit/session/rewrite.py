@@ -12,6 +12,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .fork import has_reply
 from .loader import Session, SessionError, load_session
 from .writer import SessionLocked, create_synced, encode, lock_holder
 
@@ -26,6 +27,7 @@ class Plan:
     source: str  # the dialect, e.g. "pi v1"
     entries: int
     needed: bool
+    replied: bool = True  # has an assistant message: without one, pi damages the file when continuing it
 
 
 def plan(path: Path) -> tuple[Plan, Session]:
@@ -45,7 +47,7 @@ def plan(path: Path) -> tuple[Plan, Session]:
                 f"{path}: cannot read it fully ({len(unread)} unreadable line(s), first: line {first.line}: "
                 f"{first.reason}); nothing was changed"
             )
-    return Plan(path, str(session.dialect), len(session.entries), needed), session
+    return Plan(path, str(session.dialect), len(session.entries), needed, has_reply(session.entries)), session
 
 
 def migrate_file(path: Path) -> Plan:
