@@ -152,7 +152,7 @@ def remove(path: Path) -> None:
 class Source:
     """A session file the index should cover, and which harness wrote it."""
 
-    path: Path
+    path: str | Path  # a listing of 100,000 files makes strings: a Path each would cost seconds
     harness: str = "pi"
 
 
@@ -401,7 +401,7 @@ def pi_sources(directories: Iterable[Path]) -> Iterator[Source]:
             with os.scandir(directory) as found:
                 for item in found:
                     if item.name.endswith(".jsonl") and item.is_file():
-                        yield Source(Path(item.path), "pi")
+                        yield Source(item.path, "pi")
         except OSError:
             continue
 
