@@ -27,10 +27,20 @@ KEYS = {
     "pricing": "prices per million tokens for `usage`: {MODEL: {input, output, cache_read, cache_write}}",
     "request_timeout": "seconds a model request may take in all before its turn ends as an error",
     "max_reply_bytes": "bytes a model reply may send before its turn ends as an error",
+    "context_window": "the model's context window in tokens (default: known per model)",
+    "reasoning_effort": "send /thinking's level to openai: models as reasoning_effort: auto, always or never",
+    "compaction.enabled": "compact the context automatically when it nears the window (true/false)",
+    "compaction.reserve_tokens": "tokens kept free below the window (pi: 16384, at most 30% of the window)",
+    "compaction.keep_recent_tokens": "tokens of the newest messages a compaction keeps verbatim (pi: 20000)",
 }
 DEFAULTS: dict[str, Any] = {"model": "demo", "base_url": None, "session_dir": None, "fsync": "turn",
                             "tools": "calc,read,ls", "request_timeout": f"{DEFAULT_REQUEST_TIMEOUT:g}",
-                            "max_reply_bytes": str(DEFAULT_MAX_REPLY_BYTES)}
+                            "max_reply_bytes": str(DEFAULT_MAX_REPLY_BYTES), "context_window": None,
+                            "reasoning_effort": "auto", "compaction.enabled": True,
+                            "compaction.reserve_tokens": 16384, "compaction.keep_recent_tokens": 20000}
+BOOL_KEYS = ("compaction.enabled",)
+INT_KEYS = ("context_window", "compaction.reserve_tokens", "compaction.keep_recent_tokens")
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 PROJECT_FILE = ".harnesskit.yaml"
 
 
@@ -90,6 +100,12 @@ def check_value(key: str, value: Any) -> Any:
         value = ",".join(map(str, value))
     if key in ("request_timeout", "max_reply_bytes"):
         limit(key, value)
+    if key == "reasoning_effort" and value not in ("auto", "always", "never"):
+        raise ConfigError(f"reasoning_effort must be auto, always or never, not {value!r}")
+    if key in BOOL_KEYS:
+        return _as_bool(key, value)
+    if key in INT_KEYS:
+        return _as_count(key, value)
     return str(value)
 
 
@@ -104,6 +120,42 @@ def limit(key: str, value: Any) -> float | int:
         kind = "a positive whole number of bytes" if whole else "a positive number of seconds"
         raise ConfigError(f"{key} must be {kind}, not {value!r}")
     return number
+
+
+def _as_bool(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise ConfigError(f"{key} must be true or false, not {value!r}")
+
+
+def _as_count(key: str, value: Any) -> int:
+    """A token count: a whole number > 0 (underscores and commas allowed: 128_000, 128,000)."""
+    text = str(value).strip().replace("_", "").replace(",", "")
+    if isinstance(value, bool) or not text.isdigit() or int(text) <= 0:
+        raise ConfigError(f"{key} must be a whole number of tokens above 0, not {value!r}")
+    return int(text)
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """`compaction: {enabled: false}` in a file is the key `compaction.enabled`."""
+    flat: dict[str, Any] = {}
+    for key, value in (data or {}).items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and not prefix and any(k.startswith(f"{name}.") for k in KEYS):
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def shown(value: Any) -> str:
+    """A value as `config get/list` print it (booleans as in the YAML file)."""
+    if value is None:
+        return ""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 @dataclass
@@ -123,7 +175,7 @@ def load_config(cwd: Path | None = None) -> Config:
         if path is None:
             continue
         data = _load(path)
-        for key, value in (data or {}).items():
+        for key, value in flatten(data).items():
             values[str(key)] = check_value(str(key), value)
             sources[str(key)] = str(path)
     return Config(values, sources)
@@ -133,7 +185,7 @@ def set_value(path: Path, key: str, value: str) -> None:
     """Set one key, keeping everything else in the file as it was."""
     if key == "pricing":
         raise ConfigError("pricing is a mapping: edit it in the config file (see `harnesskit usage --help`)")
-    check_value(key, value)
+    typed = check_value(key, value)
     data = _load(path)
     kept = ""  # a file of comments only loads as None: its comments must survive too
     if data is None:
@@ -143,7 +195,15 @@ def set_value(path: Path, key: str, value: str) -> None:
         if path.exists():
             lines = path.read_text(encoding="utf-8").splitlines()
             kept = "".join(f"{line}\n" for line in lines if not line.strip() or line.lstrip().startswith("#"))
-    data[key] = value
+    section, dot, name = key.partition(".")
+    if dot:  # a dotted key lives in its section's mapping, as in pi's settings.json
+        from ruamel.yaml.comments import CommentedMap
+
+        if not isinstance(data.get(section), dict):
+            data[section] = CommentedMap()
+        data[section][name] = typed
+    else:
+        data[key] = typed if key in BOOL_KEYS + INT_KEYS else value
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     with temp.open("w", encoding="utf-8") as fp:

@@ -360,12 +360,13 @@ def test_commands_in_a_piped_chat(env: Env) -> None:
     assert forked != path and forked.parent == path.parent and SESSION_NAME.match(forked.name)
     fork_lines = read_lines(forked)
     assert fork_lines[0]["parentSession"] == str(path.resolve())
-    # the path root -> user1 (no label: "greeted" is not on it), then the new prompt and its reply
+    # /fork at user1 forks before it, as pi does: the path root -> user1's parent (no label:
+    # "greeted" is not on it), then the new prompt and its reply; no dangling user message
     assert [e["type"] for e in fork_lines[1:3]] == ["model_change", "thinking_level_change"]
-    assert [e["id"] for e in fork_lines[1:4]] == [e["id"] for e in first[1:4]]
-    assert roles(fork_lines) == ["user", "user", "assistant"]
-    assert fork_lines[4]["parentId"] == user1
-    assert fork_lines[4]["message"]["content"][0]["text"] == "what did you compute before?"
+    assert [e["id"] for e in fork_lines[1:3]] == [e["id"] for e in first[1:3]]
+    assert roles(fork_lines) == ["user", "assistant"]
+    assert fork_lines[3]["parentId"] == first[2]["id"]
+    assert fork_lines[3]["message"]["content"][0]["text"] == "what did you compute before?"
     assert_chain(fork_lines[1:], None)
     assert_strict_valid(forked)
 
@@ -375,8 +376,30 @@ def test_fork_command_without_a_file_is_refused(env: Env) -> None:
     assert result.exit_code == 0
     assert "nothing to fork yet" in result.stderr
     assert GREETING_REPLY in result.stdout
-    result = invoke("chat", "--no-session", "-p", "hello", "-p", "/fork")
-    assert "nothing to fork yet" in result.stderr
+    result = invoke("chat", "--no-session", "-p", "/fork")  # in memory there is always something
+    assert "forked in memory: 0 messages in context" in result.stdout
+
+
+def test_fork_in_memory_with_no_session(env: Env) -> None:
+    """pi: 'should support in-memory forking in --no-session mode': the fork before the only
+    user message leaves an empty conversation, its text offered again, and no file anywhere."""
+    chat = Interactive(env, "chat", "--no-session")
+    try:
+        chat.send("Say hi")
+        chat.send("/tree")
+        rows = chat.expect("message:user")
+        user = next(row for row in rows if "message:user" in row).split()[0]
+        chat.send(f"/fork {user}")
+        chat.expect("forked in memory: 0 messages in context")
+        chat.expect("offered again: Say hi")
+        assert chat.close() == 0
+    finally:
+        chat.kill()
+    result = invoke("chat", "--no-session", "-p", "hello", "-p", "/fork", "-p", "what is 2*3")
+    assert result.exit_code == 0, result.stderr
+    assert "forked in memory: 2 messages in context" in result.stdout
+    assert "2*3 = 6." in result.stdout
+    assert not (env.home / "sessions").exists()
 
 
 def test_exit_command_stops_the_prompts(env: Env) -> None:

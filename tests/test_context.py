@@ -265,11 +265,14 @@ def test_dangling_parent_makes_a_root() -> None:
     assert sorted(tree.children()[None]) == [0, 1]
 
 
-def test_duplicate_ids_first_wins() -> None:
+def test_duplicate_ids_last_wins_as_in_pi() -> None:
+    """pi's _buildIndex fills byId line by line, so a parentId links to the LAST entry with that
+    id; harnesskit builds the same context, and reports the duplicate."""
     tree = tree_of([user("aaaa0001", None, "first"), user("aaaa0001", None, "second"), assistant("b", "aaaa0001")])
     assert [d.code for d in tree.diagnostics] == ["duplicate-id"]
-    assert tree.by_id["aaaa0001"] == 0
-    assert [tree.entries[p]["message"]["content"][0].get("text") for p in tree.path()] == ["first", "a"]
+    assert "first on line 2" in tree.diagnostics[0].reason
+    assert tree.by_id["aaaa0001"] == 1
+    assert [tree.entries[p]["message"]["content"][0].get("text") for p in tree.path()] == ["second", "a"]
 
 
 # --- labels, names, resolve -------------------------------------------------------------------------

@@ -51,7 +51,7 @@ CASES = [
     ("s12_meta_entries", "54a1", "54a144ef"),  # a prefix
     ("s12_meta_entries", None, "314d2964"),  # the leaf
     ("s14_fork_before_user", "a2ea5f6c", "a2ea5f6c"),  # a label entry on the path
-    ("s11_branch_summary", "ef84", "ef84ba37"),
+    ("s11_branch_summary", "8e8d", "8e8d9118"),  # (a user message forks before it: test_pi_fidelity.py)
     ("s13_compaction", "fe75d4a5", "fe75d4a5"),
     ("s09_fork_cli", "47ba3f09", "47ba3f09"),
 ]

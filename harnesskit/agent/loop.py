@@ -128,8 +128,13 @@ def run_agent(
     *,
     cwd: Path | None = None,
     max_turns: int = 20,
+    before_request: Callable[[list[Message]], None] | None = None,
 ) -> Generator[Event, None, None]:
-    """Run one user prompt to completion, yielding events (see the module docstring)."""
+    """Run one user prompt to completion, yielding events (see the module docstring).
+
+    ``before_request`` is called with ``context`` before every model request, after every
+    earlier event was handled; it may rewrite the list in place (compaction shortens it). A
+    Ctrl-C inside it aborts the turn like one inside the model stream."""
     tool_list = list(tools)
     by_name = {tool.name: tool for tool in tool_list}
     workdir = Path.cwd() if cwd is None else Path(cwd)
@@ -156,6 +161,8 @@ def run_agent(
         stream = None
         try:
             yield TurnStart(turn)
+            if before_request is not None:
+                before_request(context)
             stream = model.stream(list(context), tool_list)
             for chunk in stream:
                 event = partial.add(chunk)

@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "inspect": ("harnesskit.cli.inspect", "inspect", "A table, tree, context or stats of a session file."),
     "validate": ("harnesskit.cli.validate", "validate", "Schema and structural checks of session files, for CI."),
     "import": ("harnesskit.cli.import_", "import_", "A Claude Code or Codex session as a new pi session."),
+    "compact": ("harnesskit.cli.compact", "compact", "Summarise a session's older messages (pi's compaction)."),
     "migrate": ("harnesskit.cli.migrate", "migrate", "Rewrite legacy (pi v1/v2, tutorial) files as v3, safely."),
     "index": ("harnesskit.cli.index_", "index", "Update the cross-session index (search and usage read it)."),
     "search": ("harnesskit.cli.search", "search", "Full-text search across the messages of every session."),

@@ -20,19 +20,29 @@ from harnesskit.agent.events import AgentEnd, Event, MessageEnd, TextDelta, Tool
 from harnesskit.agent.loop import drive, run_agent
 from harnesskit.agent.messages import text_of, user_message
 from harnesskit.agent.models import Model, ModelError, resolve_model
+from harnesskit.agent.summarize import SummaryError
 from harnesskit.agent.tools import Tool, select_tools
 from harnesskit.config import ConfigError, limit, load_config
 from harnesskit.session import store
-from harnesskit.session.fork import ForkError, write_fork
+from harnesskit.session.fork import (
+    ROOT,
+    ForkError,
+    fork_entries,
+    fork_point,
+    has_reply,
+    path_entries,
+    write_fork,
+)
 from harnesskit.session.live import LiveSession
 from harnesskit.session.loader import SessionError, load_session
 from harnesskit.session.tree import EntryNotFound
 from harnesskit.session.writer import FSYNC_POLICIES, SessionLocked
 
-from . import render
+from . import compacting, render
 from .errors import Fail, report_error, warn
 from .screen import echo
 
+THINKING_LEVELS = ("off", "minimal", "low", "medium", "high")
 HELP_TEXT = """commands:
   /help              this list
   /exit              leave (Ctrl-D too)
@@ -40,7 +50,11 @@ HELP_TEXT = """commands:
   /label ID NAME     name an entry (ID: id, prefix or label)
   /name TEXT         name the session
   /model M           switch model (demo, script:FILE.yaml, openai:MODEL)
-  /branch ID         move the leaf: the next message starts a branch at ID
+  /branch ID [--summary|--no-summary]
+                     move the leaf: the next message starts a branch at ID (a user message:
+                     at its parent, its text offered again); --summary summarises the branch left
+  /compact [TEXT]    summarise the older messages now (TEXT: what the summary should focus on)
+  /thinking [LEVEL]  show or set the thinking level: off, minimal, low, medium, high
   /fork [ID]         continue in a new session file holding the path to ID (default: the leaf)"""
 
 
@@ -87,6 +101,8 @@ class Settings:
     tools: list[Tool]
     limits: dict[str, float | int] = field(default_factory=dict)  # request_timeout, max_reply_bytes
     cwd: str = field(default_factory=os.getcwd)
+    compaction: compacting.Limits = field(default_factory=compacting.Limits.defaults)
+    reasoning: str = "auto"  # config reasoning_effort: whether /thinking reaches an openai: model
 
     def directory(self) -> Path:
         return store.session_dir(self.cwd, self.session_dir)
@@ -119,6 +135,8 @@ def settings_from(options: ChatOptions) -> Settings:
         tools=tools,
         limits=limits,
         cwd=os.path.realpath(options.cwd) if options.cwd else os.getcwd(),
+        compaction=compacting.limits_from(config),
+        reasoning=config.get("reasoning_effort") or "auto",
     )
 
 
@@ -127,6 +145,13 @@ def make_model(spec: str, base_url: str | None, **limits: float | int) -> Model:
         return resolve_model(spec, base_url=base_url, **limits)  # type: ignore[arg-type]
     except (ValueError, ModelError) as error:
         raise Fail(str(error)) from None
+
+
+def tune(model: Model, thinking_level: str, reasoning: str) -> None:
+    """Hand the session's thinking level to a model that can use it (openai: reasoning_effort)."""
+    if hasattr(model, "thinking_level"):
+        model.thinking_level = thinking_level  # type: ignore[attr-defined]
+        model.reasoning = reasoning  # type: ignore[attr-defined]
 
 
 def identity(model: Model) -> dict:
@@ -145,6 +170,8 @@ class Conversation:
         self.failed = False
         self.aborted = False
         self._streamed = False
+        self.offered: str | None = None  # a prompt offered again after /branch to a user message
+        tune(model, live.context().thinking_level, settings.reasoning)  # continue restores the level
 
     # -- rendering -------------------------------------------------------------------------
     def _show(self, event: Event) -> None:
@@ -173,7 +200,7 @@ class Conversation:
     def ask(self, text: str) -> AgentEnd:
         # the tools' root is where harnesskit runs (or --cwd), never a cwd read from the file
         events = run_agent(self.context, user_message(text), self.model, self.settings.tools,
-                           cwd=Path(self.settings.cwd))
+                           cwd=Path(self.settings.cwd), before_request=self._before_request)
         end = drive(events, self._handle)
         if self._streamed:
             echo()
@@ -220,37 +247,117 @@ class Conversation:
                 else:
                     self.switch_model(make_model(rest, self.settings.base_url, **self.settings.limits))
             elif name == "branch":
-                if not rest:
-                    raise Fail("usage: /branch ID")
-                target = self.live.tree.resolve(rest)
-                self.live.branch(target)
-                self.context = self.live.context().messages
-                echo(f"leaf moved to {target}; {len(self.context)} messages in context")
+                words = rest.split()
+                flags = {w for w in words if w in ("--summary", "--no-summary")}
+                refs = [w for w in words if w not in flags]
+                if len(refs) != 1 or len(flags) > 1:
+                    raise Fail("usage: /branch ID [--summary|--no-summary]")
+                self.branch(self.live.tree.resolve(refs[0]), summary="--summary" in flags if flags else None)
+            elif name == "compact":
+                self.compact(rest or None)
+            elif name == "thinking":
+                self.thinking(rest)
             elif name == "fork":
                 self.fork(rest or None)
             else:
                 raise Fail(f"unknown command /{name} (try /help)")
-        except (Fail, EntryNotFound, SessionError) as error:  # SessionError: the file changed under a lazy read
+        # SessionError: the file changed under a lazy read
+        except (Fail, EntryNotFound, SessionError, SummaryError) as error:
             message = error.format_message() if isinstance(error, Fail) else str(error)
             report_error(message)
         return True
 
+    # -- compaction and branch summaries (session/compaction.py plans, agent/summarize.py writes) --
+    def _before_request(self, context: list[dict]) -> None:
+        """Before every model request: compact when the context nears the window (pi's trigger)."""
+        tokens = compacting.over_threshold(self.live, self.model, self.settings.compaction)
+        if tokens is None:
+            return
+        limits = self.settings.compaction
+        echo(f"[compacting: ~{tokens} tokens in context, above {limits.threshold(self.model)} "
+                   f"of a {limits.window(self.model)} window]")
+        try:
+            done = compacting.compact(self.live, self.model, self.settings.compaction)
+        except SummaryError as error:
+            warn(f"{error}; going on without compacting")
+            return
+        if done is not None:
+            context[:] = self.live.context().messages
+            self._report_compaction(done)
+
+    def _report_compaction(self, done: compacting.Compacted) -> None:
+        echo(f"[compacted: {done.summarised} messages summarised, {done.kept} kept; "
+                   f"~{done.tokens_after} tokens now]")
+
+    def compact(self, instructions: str | None) -> None:
+        done = compacting.compact(self.live, self.model, self.settings.compaction, instructions)
+        if done is None:
+            raise Fail("nothing to compact yet: the context fits in the messages a compaction keeps")
+        self.context = self.live.context().messages
+        self._report_compaction(done)
+
+    def thinking(self, level: str) -> None:
+        if not level:
+            echo(f"thinking: {self.live.context().thinking_level}")
+            return
+        if level not in THINKING_LEVELS:
+            raise Fail(f"thinking level must be one of {', '.join(THINKING_LEVELS)}, not {level!r}")
+        if level != self.live.context().thinking_level:
+            self.live.append("thinking_level_change", thinkingLevel=level)
+        tune(self.model, level, self.settings.reasoning)
+        echo(f"thinking: {level}")
+
+    def branch(self, target: str, *, summary: bool | None) -> None:
+        """pi's tree navigation; `summary` None asks at a terminal (y/N), else no summary."""
+        if summary is None:
+            summary = interactive() and click.confirm("Summarise the branch being left?", default=False)
+        done = compacting.branch(self.live, target, model=self.model if summary else None,
+                                 limits=self.settings.compaction)
+        self.context = self.live.context().messages
+        where = done.new_leaf or "the start (a new root)"
+        note = f"; branch of {done.left} messages summarised" if done.entry is not None else ""
+        echo(f"leaf moved to {where}{note}; {len(self.context)} messages in context")
+        self.offer(done.prompt)
+
+    def offer(self, prompt: str | None) -> None:
+        """A user message's text given back after moving before it (pre-filled at a terminal)."""
+        if prompt is not None:
+            self.offered = prompt
+            echo(f"offered again: {render.cut(render.one_line(prompt), 200)}")
+
     def switch_model(self, model: Model) -> None:
         if identity(model) != identity(self.model):
             self.live.append("model_change", **identity(model))
+        tune(model, self.live.context().thinking_level, self.settings.reasoning)
         self.model = model
         echo(f"model: {model.provider}/{model.model_id}")
 
     def fork(self, ref: str | None) -> None:
         live = self.live
-        if live.path is None or live.writer is None or not live.created:
-            raise Fail("nothing to fork yet: the session has no file (no reply so far, or --no-session)")
+        if live.path is not None and not live.created:
+            raise Fail("nothing to fork yet: the session has no file (no reply so far)")
         at = live.tree.resolve(ref) if ref else live.leaf_id
+        if at is None:
+            raise Fail("nothing to fork yet: the session is empty")
+        point, offered = fork_point(live.tree, at) if ref else (at, None)
+        if live.path is None:  # --no-session: the fork stays in memory too, as pi's
+            self.live = LiveSession.forked(path_entries(live.tree, point if point is not None else ROOT), None,
+                                           self.settings.cwd, self.settings.fsync, None)
+            self.context = self.live.context().messages
+            echo(f"forked in memory: {len(self.context)} messages in context")
+            self.offer(offered)
+            return
         live.close()
         try:
             source = load_session(live.path)
-            new_path = write_fork(source, self.settings.directory(), self.settings.cwd, at)
-            reopened = LiveSession.reopen(load_session(new_path), self.settings.fsync)
+            entries = fork_entries(source, point if point is not None else ROOT, False)
+            if has_reply(entries):
+                new_path = write_fork(source, self.settings.directory(), self.settings.cwd, point)
+                reopened = LiveSession.reopen(load_session(new_path), self.settings.fsync)
+            else:  # nothing pi could continue safely yet: the file waits for the first reply
+                reopened = LiveSession.forked(entries, self.settings.directory(), self.settings.cwd,
+                                              self.settings.fsync, str(live.path.resolve()))
+                new_path = reopened.path
         except (SessionError, ForkError, OSError) as error:
             self.live = LiveSession.reopen(load_session(live.path), self.settings.fsync, leaf_id=live.leaf_id)
             self.live.on_move = report_moved
@@ -261,6 +368,13 @@ class Conversation:
         if reopened.context().model != identity(self.model):  # e.g. a model_change still deferred
             reopened.defer("model_change", **identity(self.model))
         echo(f"forked to {new_path}")
+        if not reopened.created:
+            echo("(no reply on that path yet: the file is written with the first one, as pi does)")
+        self.offer(offered)
+
+    def _take_offer(self) -> str:
+        offered, self.offered = self.offered, None
+        return offered or ""
 
     # -- the prompt loop --------------------------------------------------------------------
     def run(self, prompts: tuple[str, ...]) -> int:
@@ -279,7 +393,7 @@ class Conversation:
                         return 1
                 return 0
             try:
-                for text in read_prompts(self.live):
+                for text in read_prompts(self.live, self._take_offer):
                     if not text.strip():
                         continue
                     if text.startswith("/"):
@@ -297,7 +411,11 @@ class Conversation:
             report_saved(self.live)
 
 
-def read_prompts(live: LiveSession) -> Iterator[str]:
+def interactive() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def read_prompts(live: LiveSession, offer: Callable[[], str] | None = None) -> Iterator[str]:
     """Prompts from a terminal (line editing, history of this session's prompts) or a pipe (each
     line as it arrives, not at EOF). Ctrl-C or Ctrl-D at the prompt ends the chat."""
     if sys.stdin.isatty() and sys.stdout.isatty():
@@ -311,7 +429,7 @@ def read_prompts(live: LiveSession) -> Iterator[str]:
         session: PromptSession[str] = PromptSession(history=history)
         while True:
             try:
-                yield session.prompt("you> ")
+                yield session.prompt("you> ", default=offer() if offer is not None else "")
             except (EOFError, KeyboardInterrupt):
                 return
     else:

@@ -18,13 +18,16 @@ def config() -> None:
 
     The user file is $HARNESSKIT_HOME/config.yaml (default ~/.harnesskit/config.yaml); a project's
     .harnesskit.yaml (here or in a parent directory) wins over it. Keys: model, base_url,
-    session_dir, fsync, tools.
+    session_dir, fsync, tools, context_window, and compaction.enabled, compaction.reserve_tokens,
+    compaction.keep_recent_tokens (a `compaction:` mapping in the file).
 
     \b
     Examples:
       harnesskit config get model
       harnesskit config set model openai:llama3
       harnesskit config set --project fsync always
+      harnesskit config set compaction.keep_recent_tokens 8000
+      harnesskit config set context_window 32768
       harnesskit config list
     """
 
@@ -39,7 +42,7 @@ def get(key: str) -> None:
         value = cfg.load_config().get(key)
     except cfg.ConfigError as error:
         raise Fail(str(error)) from None
-    echo("" if value is None else str(value))
+    echo(cfg.shown(value))
 
 
 @config.command("set")
@@ -69,4 +72,4 @@ def list_() -> None:
         raise Fail(str(error)) from None
     for key in cfg.KEYS:
         value = loaded.get(key)
-        echo(f"{key} = {'' if value is None else value}  ({loaded.sources.get(key, 'default')})")
+        echo(f"{key} = {cfg.shown(value)}  ({loaded.sources.get(key, 'default')})")

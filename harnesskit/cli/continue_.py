@@ -7,11 +7,24 @@ from pathlib import Path
 import click
 
 from harnesskit.agent.messages import text_of
+from harnesskit.agent.summarize import SummaryError
 from harnesskit.session import store
+from harnesskit.session.compaction import navigation_for
 from harnesskit.session.live import LiveSession, model_spec
+from harnesskit.session.tree import EntryNotFound, build_context
 
-from . import render
-from .chat import ChatOptions, Conversation, Settings, chat_options, identity, make_model, open_live, settings_from
+from . import compacting, render
+from .chat import (
+    ChatOptions,
+    Conversation,
+    Settings,
+    chat_options,
+    identity,
+    interactive,
+    make_model,
+    open_live,
+    settings_from,
+)
 from .chat import start_new as start_new_session
 from .errors import Fail, warn
 from .screen import echo
@@ -35,9 +48,13 @@ def find_session(ref: str, settings: Settings) -> Path:
 
 @click.command("continue")
 @click.argument("session", required=False, metavar="[FILE|ID-PREFIX]")
-@click.option("--from", "from_ref", metavar="ENTRY", help="Branch in place from ENTRY (id, prefix or label).")
+@click.option("--from", "from_ref", metavar="ENTRY",
+              help="Branch in place from ENTRY (id, prefix or label); a user message: from its parent.")
+@click.option("--summary/--no-summary", "summary", default=None,
+              help="With --from: summarise the branch left behind into a branch_summary entry "
+                   "(asked at a terminal; default without one: no summary).")
 @chat_options
-def continue_(session: str | None, from_ref: str | None, **kwargs: object) -> None:
+def continue_(session: str | None, from_ref: str | None, summary: bool | None, **kwargs: object) -> None:
     """Reopen a session and go on talking.
 
     With no argument, the most recent session of this directory (newest valid file); with none
@@ -52,7 +69,13 @@ def continue_(session: str | None, from_ref: str | None, **kwargs: object) -> No
       harnesskit continue 01a23125            # a session id prefix
       harnesskit continue path/to/session.jsonl --from checkpoint-1
       harnesskit continue downloaded.jsonl --cwd ~/proj   # tools see ~/proj, whatever the file says
+      harnesskit continue path/to/session.jsonl --from 5e03ac9e --summary
+
+    With --from a user message, the branch starts at its parent (as pi does) and the message's
+    text is offered again as the first prompt (at a terminal, pre-filled).
     """
+    if summary is not None and from_ref is None:
+        raise Fail("--summary/--no-summary go with --from ENTRY")
     options = ChatOptions(**kwargs)  # type: ignore[arg-type]
     settings = settings_from(options)
     if session is None:
@@ -65,23 +88,41 @@ def continue_(session: str | None, from_ref: str | None, **kwargs: object) -> No
     else:
         path = find_session(session, settings)
 
-    live = open_live(path, settings, from_ref)
+    live = open_live(path, settings, None)
     try:
-        context = live.context()
+        target = navigation = None
+        if from_ref is not None:
+            try:
+                target = live.tree.resolve(from_ref)
+            except EntryNotFound as error:
+                raise Fail(f"{path}: {error}") from None
+            navigation = navigation_for(live.tree, target)
+        context = live.context() if navigation is None else build_context(live.tree, navigation.new_leaf)
         restored = model_spec(context.model)
         spec = settings.model_spec if settings.model_given or restored is None else restored
         if not settings.model_given and restored is None and context.model:
             warn(f"the session's model {context.model.get('provider')}/{context.model.get('modelId')} is not one "
                  f"harnesskit runs; using {spec}")
         model = make_model(spec, settings.base_url, **settings.limits)
-        if context.model != identity(model):
+        offered = None
+        if target is not None:
+            if summary is None:
+                summary = interactive() and click.confirm("Summarise the branch being left?", default=False)
+            try:
+                done = compacting.branch(live, target, model=model if summary else None, limits=settings.compaction)
+            except SummaryError as error:
+                raise Fail(f"{path}: {error}; nothing was written", 1) from None
+            offered = done.prompt
+        if live.context().model != identity(model):
             live.defer("model_change", **identity(model))  # written only if this run appends anything
     except BaseException:
         live.close()
         raise
     warn_elsewhere(live, settings)
     announce(live)
-    raise SystemExit(Conversation(live, model, settings).run(options.prompts))
+    conversation = Conversation(live, model, settings)
+    conversation.offer(offered)
+    raise SystemExit(conversation.run(options.prompts))
 
 
 def warn_elsewhere(live: LiveSession, settings: Settings) -> None:

@@ -6,10 +6,13 @@ from pathlib import Path
 
 import click
 
+from harnesskit.agent.models import Model
 from harnesskit.session import store
+from harnesskit.session.compaction import CompactionSettings
 from harnesskit.session.loader import load_session
 
-from .chat import ChatOptions, Conversation, identity, make_model, open_live, settings_from, start_new
+from . import compacting
+from .chat import ChatOptions, Conversation, Settings, identity, make_model, open_live, settings_from, start_new
 from .continue_ import announce
 from .errors import Fail
 from .inspect import entries_table, header_line
@@ -37,20 +40,59 @@ def _talk(conversation: Conversation, prompts: tuple[str, ...]) -> None:
             raise Fail(f"the demo model failed: {end.error or 'aborted'}")
 
 
+LONG_WINDOW = 800  # tokens: small enough that a few dozen offline turns need compacting
+LONG_KEEP_RECENT = 200
+LONG_TURNS = 20
+
+
+def long_prompts(turns: int = LONG_TURNS) -> list[str]:
+    """A long offline chat: arithmetic (tool calls) between remarks, each turn a little different."""
+    prompts = []
+    for n in range(1, turns + 1):
+        prompts.append(f"what is {n}*{n + 11}")
+        prompts.append(f"note {n}: the plan's step {n} is to check the result above and keep going")
+    return prompts
+
+
+def run_long(settings: Settings, model: Model) -> None:
+    """`demo --long`: one long chat in a small window; the automatic compaction is shown as it
+    happens, then `inspect --context` of the file, which starts with the summary."""
+    settings.compaction = compacting.Limits(CompactionSettings(keep_recent_tokens=LONG_KEEP_RECENT), LONG_WINDOW)
+    echo(f"harnesskit demo --long: {LONG_TURNS * 2} prompts in a {LONG_WINDOW}-token window "
+               f"(offline demo model); watch for [compacting]")
+    conversation = Conversation(start_new(settings, model), model, settings)
+    _talk(conversation, tuple(long_prompts()))
+    conversation.live.close()
+    path = conversation.live.path
+    assert path is not None
+    compactions = sum(1 for t in conversation.live.tree.types if t == "compaction")
+    echo(f"\nRun ended: {conversation.live.saved_messages} messages saved, {compactions} compaction(s).")
+    echo(f"\n=== harnesskit inspect --context {path} ===")
+    from .inspect import inspect
+
+    click.get_current_context().invoke(inspect, file=path, show_context=True)
+
+
 @click.command("demo")
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=Path(".demo"),
               show_default=True, help="Keep every file of the demo under this directory.")
-def demo(directory: Path) -> None:
+@click.option("--long", "long_", is_flag=True,
+              help="Instead: a long chat in a small window that compacts itself automatically.")
+def demo(directory: Path, long_: bool) -> None:
     """Run the chapter's demo: a new session, then `continue` restoring it.
 
     The first run says "hello" and asks "what is 12*8" (the calc tool answers 96); the second run
     restores the 6 messages, asks what was computed before, and gets 96 from the context. The
     file is printed after each run: the second print keeps every line of the first unchanged.
+    With --long: 40 prompts in an 800-token window; the context is compacted automatically
+    (a summary replaces the older messages) and the file's context, printed at the end, starts
+    with that summary.
 
     \b
     Examples:
       harnesskit demo
       harnesskit demo --dir /tmp/harnesskit-demo
+      harnesskit demo --long
     """
     directory = directory.resolve()
     sessions = directory / "sessions"
@@ -59,6 +101,9 @@ def demo(directory: Path) -> None:
     settings = settings_from(options)
     settings.cwd = str(directory)
     model = make_model("demo", None)
+    if long_:
+        run_long(settings, model)
+        return
 
     echo("harnesskit demo: a session saved, then restored (offline demo model)")
     echo("\n=== First run: a new session ===")

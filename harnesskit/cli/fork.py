@@ -8,10 +8,11 @@ from pathlib import Path
 import click
 
 from harnesskit.session import store
-from harnesskit.session.fork import ForkError, write_fork
+from harnesskit.session.fork import ROOT, ForkError, fork_point, write_fork
 from harnesskit.session.index import LazyDecodeError, LazySession, load_for_continue
 
-from .errors import Fail
+from . import render
+from .errors import Fail, warn
 from .inspect import open_for_reading, resolve_leaf
 from .screen import echo
 
@@ -27,7 +28,10 @@ def fork(file: Path, at_ref: str | None, everything: bool, cwd: Path | None, ses
     """Start a new session file from FILE, linked to it by parentSession.
 
     By default the new file holds the path root → ENTRY with the labels of those entries; --all
-    copies everything. FILE is never modified. Prints the new file's path (and only that) on stdout.
+    copies everything. ENTRY a user message forks before it, as pi's /fork does. A path without
+    an assistant reply is refused (pi would damage such a file when continuing it): branch in
+    place with `continue FILE --from ENTRY` instead. FILE is never modified. Prints the new
+    file's path (and only that) on stdout.
 
     \b
     Examples:
@@ -39,16 +43,25 @@ def fork(file: Path, at_ref: str | None, everything: bool, cwd: Path | None, ses
         raise Fail("--all copies every entry; it does not take --at")
     source = open_for_reading(str(file), load_for_continue)  # an index; entries decoded as they are copied
     at = resolve_leaf(source, at_ref)
+    note = None
+    if at_ref is not None and at is not None:
+        point, prompt = fork_point(source.tree, at)
+        if prompt is not None:  # a user message: forked before it, as pi's /fork
+            note = (f"{at} is a user message: the fork ends before it, at {point or 'the start'} "
+                    f"(its text: {render.cut(render.one_line(prompt), 80)})")
+            at = point if point is not None else ROOT
     target_cwd = str((cwd or Path.cwd()).resolve()) if cwd else os.getcwd()
     directory = store.session_dir(target_cwd, session_dir)
     try:
         try:
             path = write_fork(source, directory, target_cwd, at, everything)
-        except LazyDecodeError:  # a damaged line the index could not see: read the file in full
+        except LazyDecodeError:  # the file changed since it was indexed: read it in full
             path = write_fork(open_for_reading(str(file)), directory, target_cwd, at, everything)
     except (ForkError, OSError) as error:
         raise Fail(str(error)) from None
     finally:
         if isinstance(source, LazySession):
             source.close()
+    if note is not None:
+        warn(note)
     echo(str(path))

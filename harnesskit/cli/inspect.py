@@ -348,7 +348,7 @@ def context_lines(session: Session, leaf: object, fmt: str, cols: int | None, as
     room = 1000 if cols is None else cols
     rows = [[str(i + 1), shown(str(m.get("role"))), shown(render.message_summary(m, room))]
             for i, m in enumerate(context.messages)]
-    yield from table.render(table.fitted(fmt, ["#", "role", "content"], rows, [True, False, False], 2, cols), rows)
+    yield from table.render(table.fitted(fmt, ["#", "role", "content"], rows, [False, False, False], 2, cols), rows)
 
 
 def stats_lines(stream: Stream, fmt: str, cols: int | None, as_json: bool) -> Iterator[str]:

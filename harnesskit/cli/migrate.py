@@ -9,8 +9,11 @@ import click
 from harnesskit.session.rewrite import MigrationRefused, migrate_file, plan
 from harnesskit.session.writer import SessionLocked
 
-from .errors import FOUND_PROBLEMS, USAGE, report_error
+from .errors import FOUND_PROBLEMS, USAGE, report_error, warn
 from .screen import echo
+
+NO_REPLY = ("{path} has no assistant reply: pi, continuing it, writes a second header and every entry again "
+            "(its lazy-creation bug); continue it with harnesskit, which appends to it safely")
 
 
 @click.command("migrate")
@@ -21,7 +24,8 @@ def migrate(files: tuple[Path, ...], check: bool) -> None:
 
     Each file is written anew beside the old one, fsynced, the original kept as FILE.bak, then
     renamed into place atomically. v3 files are left as they are. A file that cannot be read fully
-    (an unreadable or torn line) is refused and not touched.
+    (an unreadable or torn line) is refused and not touched. A file without an assistant reply
+    is migrated with a warning: pi damages such a file when it continues it.
 
     \b
     Examples:
@@ -37,6 +41,8 @@ def migrate(files: tuple[Path, ...], check: bool) -> None:
                 if result.needed:
                     pending += 1
                     echo(f"would migrate {path} ({result.source} → pi v3, {result.entries} entries)")
+                    if not result.replied:
+                        warn(NO_REPLY.format(path=path))
                 else:
                     echo(f"{path}: already pi v3")
                 continue
@@ -53,6 +59,8 @@ def migrate(files: tuple[Path, ...], check: bool) -> None:
         if result.needed:
             echo(f"migrated {path} ({result.source} → pi v3, {result.entries} entries; original kept as "
                        f"{path.name}.bak)")
+            if not result.replied:
+                warn(NO_REPLY.format(path=path))
         else:
             echo(f"{path}: already pi v3, unchanged")
     if refused:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 import orjson
 from tabulate import tabulate as _tabulate
 
+from harnesskit.session.migrate import iso_to_ms
 from harnesskit.session.reader import room_for_depth
 from harnesskit.session.tree import Tree
 from harnesskit.text import escape_json, visible
@@ -153,6 +154,15 @@ def _cell(value: object) -> object:
     return value
 
 
+def by_time(tree: Tree, siblings: list[int]) -> list[int]:
+    """Siblings oldest first, as pi's getTree sorts them; equal or unreadable times keep file order."""
+    def key(pos: int) -> tuple[bool, int]:
+        ms = iso_to_ms(tree.entries[pos].get("timestamp"))
+        return (ms is None, ms or 0)  # no readable time: after every real one
+
+    return sorted(siblings, key=key)
+
+
 def draw_tree(tree: Tree, positions: Iterable[int] | None, labels: dict[str, str], leaf: str | None,
               width: int | None, entries_at: Callable[[list[int]], Iterable[dict]] | None = None) -> Iterator[str]:
     """The branch structure: a chain stays flat, each fork indents its branches. Iterative, so a
@@ -197,9 +207,9 @@ def _walk(tree: Tree, positions: Iterable[int] | None) -> Iterator[tuple[int, st
             if allowed is None or child in allowed:
                 children.append(child)
             child = after[child]
-        return _stacked(children, prefix)
+        return _stacked(tree, children, prefix)
 
-    stack = _stacked([c for c in roots if allowed is None or c in allowed], "")
+    stack = _stacked(tree, [c for c in roots if allowed is None or c in allowed], "")
     drawn = bytearray(n)
     unreached = iter(range(n))
     while True:
@@ -217,9 +227,10 @@ def _walk(tree: Tree, positions: Iterable[int] | None) -> Iterator[tuple[int, st
         stack.extend(branches(pos, prefix))
 
 
-def _stacked(children: list[int], prefix: str) -> list[tuple[int, str, str]]:
+def _stacked(tree: Tree, children: list[int], prefix: str) -> list[tuple[int, str, str]]:
     if len(children) == 1:
         return [(children[0], prefix, prefix)]
+    children = by_time(tree, children)
     items = []
     for i, child in enumerate(children):
         end = i == len(children) - 1

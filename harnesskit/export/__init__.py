@@ -28,27 +28,49 @@ def _asset(name: str) -> str:
     return importlib.resources.files("harnesskit.export").joinpath(name).read_text(encoding="utf-8")
 
 
+def _escape(data: bytes) -> bytes:
+    """JSON text made safe inside a <script type="application/json"> element: `</script>` (or any
+    tag) cannot close it, and U+2028/2029 cannot break a parser. Only valid inside JSON strings, where
+    these characters can only be, so the value is unchanged."""
+    if b"<" in data or b">" in data or b"&" in data:
+        data = data.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
+    if b"\xe2\x80" in data:
+        data = data.replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")
+    return data
+
+
 def script_json(value: object) -> bytes:
-    """JSON that is safe inside a <script type="application/json"> element: `</script>` (or any
-    tag) cannot close it, and U+2028/2029 cannot break a parser."""
-    data = orjson.dumps(value)
-    return (data.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
-            .replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029"))
+    """`value` as JSON for a script data element (see `_escape`)."""
+    try:
+        data = orjson.dumps(value)
+    except TypeError:  # what orjson will not write (lone surrogates, huge integers, deep nesting)
+        import json
+
+        from harnesskit.session.reader import room_for_depth
+
+        with room_for_depth():
+            data = json.dumps(value).encode()
+    return _escape(data)
 
 
-def stream_entries(path: Path, warn: Callable[[Diagnostic], None]) -> tuple[dict, Iterator[dict]]:
-    """The (v3) header and the entries of any session file the core reads. A pi v3 file streams
-    (memory does not grow with it); a legacy one, or another harness's, is read into the core's
-    entries in memory first. Raises SessionError."""
+def stream_entries(path: Path, warn: Callable[[Diagnostic], None]) -> tuple[dict, Iterator[tuple[dict, bytes | None]]]:
+    """The (v3) header and the entries of any session file the core reads, each with its line's JSON
+    text as written (None where the entry is not the line: a migrated or converted one). A pi v3 file
+    streams (memory does not grow with it); a legacy one, or another harness's, is read into the
+    core's entries in memory first. Raises SessionError."""
     from harnesskit.session.formats import sniff
 
     if sniff(path) != "pi":
-        session = load_session(path)
-        for d in session.diagnostics:
-            warn(d)
-        return session.header, iter(session.entries)
+        return _loaded(path, warn)
     fp = open_binary(path)
-    records = read_records(iter_lines(fp))
+    last = [b""]
+
+    def lines() -> Iterator[tuple[int, int, bytes, bool]]:
+        for item in iter_lines(fp):
+            last[0] = item[2]  # read_records yields a line's record before it reads the next line
+            yield item
+
+    records = read_records(lines(), from_start=True)
     for item in records:
         if isinstance(item, Diagnostic):
             warn(item)
@@ -56,24 +78,28 @@ def stream_entries(path: Path, warn: Callable[[Diagnostic], None]) -> tuple[dict
         dialect = accept_header(path, item)
         if dialect.legacy:
             fp.close()
-            session = load_session(path)
-            for d in session.diagnostics:
-                warn(d)
-            return session.header, iter(session.entries)
+            return _loaded(path, warn)
         header = item.obj
 
-        def rest() -> Iterator[dict]:
+        def rest() -> Iterator[tuple[dict, bytes | None]]:
             with fp:
                 for record in records:
                     if isinstance(record, Diagnostic):
                         warn(record)
                     elif not is_header(record.obj):
-                        yield record.obj
+                        yield record.obj, last[0]
 
         return header, rest()
     size = path.stat().st_size
     fp.close()
     raise no_header(path, size, [])
+
+
+def _loaded(path: Path, warn: Callable[[Diagnostic], None]) -> tuple[dict, Iterator[tuple[dict, bytes | None]]]:
+    session = load_session(path)
+    for d in session.diagnostics:
+        warn(d)
+    return session.header, ((entry, None) for entry in session.entries)
 
 
 def write_html(path: Path, out: BinaryIO, warn: Callable[[Diagnostic], None]) -> int:
@@ -103,14 +129,15 @@ def write_html(path: Path, out: BinaryIO, warn: Callable[[Diagnostic], None]) ->
     out.write(script_json(header))
     out.write(b'</script>\n<script type="application/json" id="hk-entries">[')
     count = 0
-    for entry in entries:
+    write = out.write
+    for entry, raw in entries:
         if count:
-            out.write(b",\n")
-        out.write(script_json(entry))
+            write(b",\n")
+        write(_escape(raw) if raw is not None else script_json(entry))
         count += 1
-    out.write(b"]</script>\n<script>")
-    out.write(script.encode())
-    out.write(b"</script>\n</body></html>\n")
+    write(b"]</script>\n<script>")
+    write(script.encode())
+    write(b"</script>\n</body></html>\n")
     return count
 
 

@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from harnesskit.session.catalog import json_text
 from harnesskit.session.migrate import iso_to_ms
 from harnesskit.session.reader import Diagnostic
 from harnesskit.session.usage import message_cost
@@ -42,7 +42,13 @@ SCHEMA: dict[str, pa.Schema] = {
                         ("model", _S), ("input", _I), ("output", _I), ("cache_read", _I), ("cache_write", _I),
                         ("total_tokens", _I), ("cost", _F), ("cost_recorded", _B)]),
 }
-BATCH_ROWS = 20_000
+BATCH_ROWS = 5_000  # rows held per table before they go out: entries' JSON is most of it
+
+
+def _json_text(entry: dict) -> str:
+    from harnesskit.session.writer import encode
+
+    return encode(entry)[:-1].decode()
 
 
 def _s(value: object) -> str | None:
@@ -144,11 +150,11 @@ def _export_one(path: Path, tables: dict[str, _Table], stats: ExportStats, warn:
     pending_calls: dict[str, tuple] = {}  # tool calls waiting for their result, by call id
     count = messages = 0
     name = None
-    for position, entry in enumerate(entries):
+    for position, (entry, raw) in enumerate(entries):
         count += 1
         entry_id = _s(entry.get("id"))
         tables["entries"].add((file, sid, position, entry_id, _s(entry.get("parentId")), _s(entry.get("type")),
-                               _s(entry.get("timestamp")), orjson.dumps(entry).decode()))
+                               _s(entry.get("timestamp")), raw.decode() if raw is not None else _json_text(entry)))
         if entry.get("type") == "session_info" and isinstance(entry.get("name"), str):
             name = entry["name"].strip() or None
         message = entry.get("message") if entry.get("type") == "message" else None
@@ -167,7 +173,7 @@ def _export_one(path: Path, tables: dict[str, _Table], stats: ExportStats, warn:
                 if isinstance(block, dict) and block.get("type") == "toolCall":
                     call_id = _s(block.get("id")) or ""
                     pending_calls[call_id] = (file, sid, entry_id, call_id, _s(block.get("name")),
-                                              orjson.dumps(block.get("arguments")).decode())
+                                              json_text(block.get("arguments")))
             usage = message.get("usage")
             if isinstance(usage, dict):
                 _add_usage(tables["usage"], file, sid, entry_id, time_ms, message, usage)

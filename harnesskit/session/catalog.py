@@ -152,7 +152,7 @@ def remove(path: Path) -> None:
 class Source:
     """A session file the index should cover, and which harness wrote it."""
 
-    path: Path
+    path: str | Path  # a listing of 100,000 files makes strings: a Path each would cost seconds
     harness: str = "pi"
 
 
@@ -209,11 +209,11 @@ def _texts(content: object) -> tuple[list[str], list[str]]:
                 name = block.get("name")
                 if name.__class__ is str:
                     tools.append(name)
-                    texts.append(f"{name} {_dumps(block.get('arguments'))}")
+                    texts.append(f"{name} {json_text(block.get('arguments'))}")
     return texts, tools
 
 
-def _dumps(value: object) -> str:
+def json_text(value: object) -> str:
     """JSON text of a tool call's arguments, whatever they hold (orjson refuses lone surrogates,
     integers beyond 64 bits and nesting past 254 levels; the stdlib takes them)."""
     try:
@@ -401,7 +401,7 @@ def pi_sources(directories: Iterable[Path]) -> Iterator[Source]:
             with os.scandir(directory) as found:
                 for item in found:
                     if item.name.endswith(".jsonl") and item.is_file():
-                        yield Source(Path(item.path), "pi")
+                        yield Source(item.path, "pi")
         except OSError:
             continue
 
@@ -545,7 +545,7 @@ class _Batch:
         self.next_session += 1
         self.sessions.append((session, _clean(path), harness, _clean(_str(header.get("id"))),
                               _clean(_str(header.get("cwd"))), _clean(found.name), _clean(found.first_user),
-                              iso_to_ms(header.get("timestamp")), found.updated_ms, _dumps(found.models),
+                              iso_to_ms(header.get("timestamp")), found.updated_ms, json_text(found.models),
                               len(found.messages), _clean(_str(header.get("parentSession")))))
         return session
 
@@ -561,7 +561,7 @@ class _Batch:
             "UPDATE sessions SET name = ?, first_user = ?, updated_ms = ?, models = ?, messages = messages + ?"
             " WHERE rowid = ?",
             (_clean(found.name) if found.name is not None else name, first_user or _clean(found.first_user), updated,
-             _dumps(models), len(found.messages), session))
+             json_text(models), len(found.messages), session))
 
     def rows(self, session: int, found: Found) -> None:
         first = self.next_message

@@ -12,15 +12,106 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from harnesskit.agent.messages import text_of
+
 from .format import entry as make_entry
 from .format import new_entry_id, session_header
 from .loader import Session
 from .store import session_filename
+from .tree import Tree
 from .writer import _fsync_dir, encode, write_all
 
 
 class ForkError(Exception):
     pass
+
+
+ROOT = "root"  # fork point before the first entry: an empty session linked to its parent
+
+
+def fork_point(tree: Tree, at: str) -> tuple[str | None, str | None]:
+    """Where a fork at `at` ends, and the prompt it gives back: a user message is forked before
+    (at its parent, None when it has none), its text offered again, as pi's fork does; any other
+    entry is the fork's last entry."""
+    pos = tree.by_id[at]
+    message = tree.entries[pos].get("message") if tree.types[pos] == "message" else None
+    if isinstance(message, dict) and message.get("role") == "user":
+        parent = tree.parent_pos(pos)
+        return (tree.ids[parent] if parent is not None else None), text_of(message)
+    return at, None
+
+
+def has_reply(entries: list[dict]) -> bool:
+    """pi writes a session file only once it holds an assistant message; a file without one it
+    damages when continuing it (a second header, every entry again), so none is ever written."""
+    return any(e.get("type") == "message" and isinstance(e.get("message"), dict)
+               and e["message"].get("role") == "assistant" for e in entries)
+
+
+def fork_entries(source: Session, at: str | None, everything: bool) -> list[dict]:
+    """The entries of the new file: every entry (`everything`), or the path root -> `at` with its
+    label entries dropped and the labels of path entries re-created after them, as pi does (each
+    keeping the timestamp of the label entry that set it). `at` None: the leaf; ROOT: nothing."""
+    if everything:
+        return [dict(e) for e in source.entries]
+    if at is None and source.tree.leaf_id is None:
+        raise ForkError(f"{source.path}: has no entries to fork")
+    return path_entries(source.tree, at)
+
+
+def path_entries(tree: Tree, at: str | None) -> list[dict]:
+    """fork_entries for one path, from a tree (a file's, or an in-memory chat's)."""
+    if at == ROOT:
+        return []
+    leaf = at if at is not None else tree.leaf_id
+    if leaf is None:
+        return []
+    path = tree.path(tree.by_id[leaf])
+    out: list[dict] = []
+    parent: str | None = None
+    for pos in path:
+        if tree.types[pos] == "label":
+            continue
+        copied = dict(tree.entries[pos])
+        copied["parentId"] = parent  # relinks across a dropped label; unchanged elsewhere
+        out.append(copied)
+        parent = copied["id"]
+    on_path = {e["id"] for e in out}
+    taken = set(tree.by_id)
+    set_at = {}  # target -> timestamp of the label entry in effect (the latest for it)
+    for pos in tree.positions_of("label"):
+        set_at[tree.entries[pos].get("targetId")] = tree.entries[pos].get("timestamp")
+    for target, label in tree.labels().items():
+        if target in on_path:
+            label_entry = make_entry("label", new_entry_id(taken), parent, targetId=target, label=label)
+            if isinstance(set_at.get(target), str):
+                label_entry["timestamp"] = set_at[target]
+            taken.add(label_entry["id"])
+            out.append(label_entry)
+            parent = label_entry["id"]
+    return out
+
+
+def _fork_path(tree: Tree, at: str | None) -> list[int] | None:
+    """The positions a fork at `at` copies (labels dropped); None when there is no entry at all."""
+    if at == ROOT:
+        return []
+    leaf = at if at is not None else tree.leaf_id
+    if leaf is None:
+        return None
+    return [pos for pos in tree.path(tree.by_id[leaf]) if tree.types[pos] != "label"]
+
+
+def _path_has_reply(source: Session, path: list[int]) -> bool:
+    """has_reply for a path, decoding its message entries only until the first assistant."""
+    entries, tree = source.entries, source.tree
+    decode_line = getattr(entries, "decode_line", None)
+    for pos in path:
+        if tree.types[pos] == "message":
+            entry = decode_line(pos)[0] if decode_line is not None else entries[pos]
+            if has_reply([entry]):
+                return True
+    return False
 
 
 def _lines(source: Session, positions: list[int], parents: list[str | None]) -> Iterator[tuple[dict | None, bytes]]:
@@ -52,10 +143,9 @@ def fork_lines(source: Session, at: str | None, everything: bool) -> Iterator[by
         for entry, raw in _lines(source, positions, [tree.parents[pos] for pos in positions]):
             yield raw + b"\n" if entry is None else encode(dict(entry))
         return
-    leaf = at if at is not None else tree.leaf_id
-    if leaf is None:
+    path = _fork_path(tree, at)
+    if path is None:
         raise ForkError(f"{source.path}: has no entries to fork")
-    path = [pos for pos in tree.path(tree.by_id[leaf]) if tree.types[pos] != "label"]
     new_parents = [None, *(tree.ids[pos] for pos in path[:-1])]  # relinked across dropped labels
     parent: str | None = None
     on_path: set[str | None] = set()
@@ -69,15 +159,29 @@ def fork_lines(source: Session, at: str | None, everything: bool) -> Iterator[by
         parent = tree.ids[pos] if entry is None else entry.get("id")
         on_path.add(parent)
     taken = set(tree.by_id)
+    set_at = {}  # target -> timestamp of the label entry in effect (the latest for it)
+    for pos in tree.positions_of("label"):
+        set_at[tree.entries[pos].get("targetId")] = tree.entries[pos].get("timestamp")
     for target, label in tree.labels().items():
         if target in on_path:
             label_entry = make_entry("label", new_entry_id(taken), parent, targetId=target, label=label)
+            if isinstance(set_at.get(target), str):
+                label_entry["timestamp"] = set_at[target]
             taken.add(label_entry["id"])
             yield encode(label_entry)
             parent = label_entry["id"]
 
 
 def write_fork(source: Session, directory: Path, cwd: str, at: str | None = None, everything: bool = False) -> Path:
+    if not everything:
+        positions = _fork_path(source.tree, at)
+        if positions is None:
+            raise ForkError(f"{source.path}: has no entries to fork")
+        if not _path_has_reply(source, positions):
+            where = "the start" if at == ROOT else (at or "the leaf")
+            raise ForkError(f"{source.path}: the path to {where} has no assistant reply, and pi writes every entry "
+                            "of such a file twice when it continues it, so no file is written; branch in place "
+                            "instead: harnesskit continue FILE --from ENTRY")
     header = session_header(cwd, parent_session=str(source.path.resolve()))
     path = directory / session_filename(header["timestamp"], header["id"])
     lines = fork_lines(source, at, everything)

@@ -78,6 +78,22 @@ class LiveSession:
         return live
 
     @classmethod
+    def forked(cls, entries: list[dict], directory: Path | None, cwd: str, fsync: str,
+               parent_session: str | None) -> LiveSession:
+        """A fork whose path has no assistant reply yet: its entries wait in the writer with the
+        header, and the file appears with the first reply (pi's lazy creation of a branched session)."""
+        if directory is not None:
+            check_creatable(directory)
+        header = session_header(cwd, parent_session=parent_session)
+        path = None if directory is None else directory / session_filename(header["timestamp"], header["id"])
+        writer = None if path is None else SessionWriter(path, header=header, fsync=fsync)
+        tree = Tree.from_entries(entries, list(range(2, len(entries) + 2)))
+        for entry in entries:
+            if writer is not None:
+                writer.append(entry)
+        return cls(tree, path, writer, tree.leaf_id, header, _next_line=len(entries) + 2)
+
+    @classmethod
     def reopen(cls, session: Session, fsync: str, *, write: bool = True, leaf_id: str | None = None) -> LiveSession:
         """Continue an existing file. Takes its lock now (so a second writer is refused at once);
         writes nothing until something is appended."""
@@ -129,8 +145,8 @@ class LiveSession:
         elif isinstance(event, TurnEnd) and self.writer is not None:
             self.writer.end_turn()
 
-    def branch(self, entry_id: str) -> None:
-        """Move the leaf: the next entry becomes a child of `entry_id` (a new branch)."""
+    def branch(self, entry_id: str | None) -> None:
+        """Move the leaf: the next entry becomes a child of `entry_id` (a new branch; None: a new root)."""
         self.leaf_id = entry_id
 
     def close(self) -> None:

@@ -75,8 +75,9 @@ def migrate_header(header: dict, dialect: Dialect) -> dict:
         migrated["type"] = "session"
         created = migrated.pop("createdAt", None)
         migrated.setdefault("timestamp", created)
-    migrated.pop("version", None)
-    migrated["version"] = CURRENT_VERSION  # pi sets it last, so the key moves to the end
+    # pi assigns header.version: a header that has the key keeps it in place (JavaScript keeps
+    # an object's key order), one without gets it last (a v1 header)
+    migrated["version"] = CURRENT_VERSION
     return migrated
 
 

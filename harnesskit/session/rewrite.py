@@ -12,6 +12,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .fork import has_reply
 from .formats import sniff
 from .loader import Session, SessionError, load_session, open_binary
 from .stream import read_header
@@ -28,6 +29,7 @@ class Plan:
     source: str  # the dialect, e.g. "pi v1"
     entries: int | None  # None: not counted (a v3 file, whose entries are not read)
     needed: bool
+    replied: bool = True  # has an assistant message: without one, pi damages the file when continuing it
 
 
 def plan(path: Path) -> tuple[Plan, Session | None]:
@@ -54,7 +56,7 @@ def plan(path: Path) -> tuple[Plan, Session | None]:
                 f"{path}: cannot read it fully ({len(unread)} unreadable line(s), first: line {first.line}: "
                 f"{first.reason}); nothing was changed"
             )
-    return Plan(path, str(session.dialect), len(session.entries), needed), session
+    return Plan(path, str(session.dialect), len(session.entries), needed, has_reply(session.entries)), session
 
 
 def migrate_file(path: Path) -> Plan:

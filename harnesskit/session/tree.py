@@ -48,11 +48,12 @@ class Tree:
         for pos, entry_id in enumerate(ids):
             if entry_id is None:
                 continue
-            first = by_id.setdefault(entry_id, pos)
-            if first != pos:
+            earlier = by_id.get(entry_id)
+            by_id[entry_id] = pos  # pi's byId: the later line wins, so parentIds link to the last one
+            if earlier is not None:
                 tree.diagnostics.append(
-                    Diagnostic(lines[pos], -1, f"duplicate id {entry_id} (first on line {lines[first]})",
-                               "duplicate-id")
+                    Diagnostic(lines[pos], -1, f"duplicate id {entry_id} (first on line {lines[earlier]}; "
+                               "parentIds link to this later one, as in pi)", "duplicate-id")
                 )
         forward: list[int] = []  # entries whose parent is not earlier: only these can close a cycle
         for pos, parent in enumerate(parents):
@@ -86,7 +87,7 @@ class Tree:
 
     def add(self, entry: dict, line: int) -> int:
         """Index an entry appended after loading (a live chat); returns its position."""
-        if not isinstance(self.entries, list):
+        if not isinstance(self.entries, list | _Extended):  # wrap a lazy sequence once, not per entry
             self.entries = _Extended(self.entries)
         self.entries.append(entry)  # type: ignore[attr-defined]
         pos = len(self.ids)
@@ -96,7 +97,7 @@ class Tree:
         self.types.append(entry["type"])
         self.lines.append(line)
         if isinstance(entry_id, str):
-            self.by_id.setdefault(entry_id, pos)
+            self.by_id[entry_id] = pos  # the later one wins, as on load
         return pos
 
     @property

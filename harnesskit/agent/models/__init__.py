@@ -63,17 +63,38 @@ class Model(Protocol):
     """What the loop needs: identity for the assistant message, and a chunk stream.
 
     ``messages`` is the pi context as is (custom roles included); each model converts it
-    (see ``messages.to_llm_messages``). Failures raise ``ModelError``.
+    (see ``messages.to_llm_messages``). Failures raise ``ModelError``. ``max_tokens`` caps the
+    reply (a summary must stay smaller than what it replaces); models that cannot cap ignore it.
     """
 
     api: str
     provider: str
     model_id: str
 
-    def stream(self, messages: list[dict[str, Any]], tools: list[Tool]) -> Iterator[Chunk]: ...
+    def stream(self, messages: list[dict[str, Any]], tools: list[Tool], *,
+               max_tokens: int | None = None) -> Iterator[Chunk]: ...
 
 
 SPECS_HELP = "demo, script:FILE.yaml or openai:MODEL"
+
+DEFAULT_CONTEXT_WINDOW = 128_000
+# Context windows (tokens) of models people run through an OpenAI-compatible server, by name
+# prefix; the longest matching prefix wins. `context_window` in config overrides all of these.
+CONTEXT_WINDOWS: dict[str, int] = {
+    "gpt-4.1": 1_047_576, "gpt-4o": 128_000, "gpt-4-turbo": 128_000, "gpt-4": 8_192, "gpt-3.5": 16_385,
+    "gpt-5": 400_000, "o1": 200_000, "o3": 200_000, "o4": 200_000,
+    "llama3": 8_192, "llama3.1": 131_072, "llama3.2": 131_072, "llama3.3": 131_072, "qwen2.5": 32_768,
+    "qwen3": 40_960, "mistral": 32_768, "gemma2": 8_192, "gemma3": 131_072, "deepseek": 128_000, "phi3": 4_096,
+}
+
+
+def default_context_window(provider: str, model_id: str) -> int:
+    """The window harnesskit assumes for a model when config does not say."""
+    if provider == "harnesskit":
+        return DEFAULT_CONTEXT_WINDOW  # the offline models have no limit; behave like a common one
+    name = model_id.lower().rsplit("/", 1)[-1]
+    matches = [prefix for prefix in CONTEXT_WINDOWS if name.startswith(prefix)]
+    return CONTEXT_WINDOWS[max(matches, key=len)] if matches else DEFAULT_CONTEXT_WINDOW
 
 
 def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None = None,
@@ -111,5 +132,6 @@ __all__ = [
     "TextChunk",
     "ThinkingChunk",
     "ToolCallChunk",
+    "default_context_window",
     "resolve_model",
 ]

@@ -7,12 +7,15 @@ before, it looks for the last calc call and its result in the messages.
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
 
 from harnesskit.agent.messages import text_of, tool_calls_of
 from harnesskit.agent.models import Chunk, DoneChunk, TextChunk, ToolCallChunk
+from harnesskit.agent.summarize import PROMPT_HEAD
 from harnesskit.agent.tools import Tool
 
 GREETING_REPLY = "Hello! This conversation is being written to a session file."
@@ -45,8 +48,38 @@ def last_calc(messages: list[dict[str, Any]]) -> tuple[str, str] | None:
     return None
 
 
-def _words(text: str) -> int:
-    return len(text.split())
+def _chars(message: dict[str, Any]) -> int:
+    calls = tool_calls_of(message)
+    return len(text_of(message)) + sum(len(str(c.get("name", ""))) + len(json.dumps(c.get("arguments", {})))
+                                       for c in calls)
+
+
+def is_summary_request(messages: list[dict[str, Any]]) -> bool:
+    return len(messages) == 1 and messages[0].get("role") == "user" and text_of(messages[0]).startswith(PROMPT_HEAD)
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def demo_summary(prompt: str, max_tokens: int | None) -> str:
+    """A deterministic summary from the request alone: the first and last requests and the
+    results computed, in the prompt's sections. It stays small however long the history is."""
+    previous = re.search(r"<previous-summary>\n(.*?)\n</previous-summary>", prompt, re.S)
+    conversation = prompt.split("<conversation>", 1)[-1]
+    asked = re.findall(r"^\[User\]: (.*)$", conversation, re.M)
+    results = re.findall(r"^\[Tool result\]: (.*)$", conversation, re.M)
+    goal = re.search(r"^## Goal\n- (.*)$", previous.group(1), re.M) if previous else None
+    first = goal.group(1) if goal else (_clip(asked[0]) if asked else "(none stated)")
+    building = ", building on the previous summary" if previous else ""
+    lines = ["## Goal", f"- {first}", "## Progress", f"- {len(asked)} more user message(s) summarised{building}"]
+    if results:
+        lines.append(f"- last tool result: {_clip(results[-1], 40)}")
+    lines += ["## Decisions", "- none recorded (offline demo model)", "## Files", "- see the file lists below",
+              "## Next steps", f"- go on from: {_clip(asked[-1]) if asked else 'the kept messages'}"]
+    text = "\n".join(lines)
+    return text if max_tokens is None else text[: max(1, max_tokens) * 4]
 
 
 class DemoModel:
@@ -56,16 +89,21 @@ class DemoModel:
     provider = "harnesskit"
     model_id = "demo"
 
-    def stream(self, messages: list[dict[str, Any]], tools: list[Tool]) -> Iterator[Chunk]:
-        text, calls = self.reply(messages, tools)
+    def stream(self, messages: list[dict[str, Any]], tools: list[Tool], *,
+               max_tokens: int | None = None) -> Iterator[Chunk]:
+        if is_summary_request(messages):
+            text, calls = demo_summary(text_of(messages[-1]), max_tokens), []
+        else:
+            text, calls = self.reply(messages, tools)
         pieces = _split(text)
         yield from (TextChunk(piece) for piece in pieces)
         yield from calls
-        prompt_words = sum(_words(text_of(m)) for m in messages) + 10 * len(tools)
-        output_words = _words(text) + 8 * len(calls)
+        # tokens as pi estimates them (characters / 4), so a context window means the same here
+        prompt_tokens = math.ceil(sum(_chars(m) for m in messages) / 4) + 10 * len(tools)
+        output_tokens = math.ceil(len(text) / 4) + 8 * len(calls)
         yield DoneChunk(
             stop_reason="toolUse" if calls else "stop",
-            usage={"input": prompt_words, "output": output_words},
+            usage={"input": prompt_tokens, "output": output_tokens},
         )
 
     def reply(self, messages: list[dict[str, Any]], tools: list[Tool]) -> tuple[str, list[ToolCallChunk]]:

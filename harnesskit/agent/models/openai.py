@@ -32,6 +32,9 @@ from harnesskit.text import well_formed
 
 READ_TIMEOUT = 120.0  # silence for this long ends a request sooner than its overall deadline
 CONNECT_TIMEOUT = 30.0
+# Models known to take `reasoning_effort` (config `reasoning_effort: auto` sends it only to these).
+REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+REASONING_POLICIES = ("auto", "always", "never")
 _FINISH = {"stop": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
 
 
@@ -168,6 +171,8 @@ class OpenAIModel:
 
     api = "openai-completions"
     provider = "openai"
+    thinking_level = "off"  # the session's level (pi's thinking_level_change), set by the chat
+    reasoning = "auto"  # send it as reasoning_effort: auto (known reasoning models), always, never
 
     def __init__(
         self,
@@ -196,13 +201,19 @@ class OpenAIModel:
             raise ValueError(f"cannot set up the OpenAI client: {_one_line(exc)}") from None
         self.base_url = str(self._client.base_url).rstrip("/")
 
-    def stream(self, messages: list[dict[str, Any]], tools: list[Tool]) -> Iterator[Chunk]:
+    def stream(self, messages: list[dict[str, Any]], tools: list[Tool], *,
+               max_tokens: int | None = None) -> Iterator[Chunk]:
         request: dict[str, Any] = {
             "model": self.model_id,
             "messages": to_chat_messages(messages),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        if max_tokens is not None:
+            request["max_tokens"] = max_tokens
+        effort = self.reasoning_effort() if max_tokens is None else None  # a summary reasons not (pi)
+        if effort is not None:
+            request["reasoning_effort"] = effort
         if tools:
             request["tools"] = to_chat_tools(tools)
         try:
@@ -229,6 +240,15 @@ class OpenAIModel:
             raise ModelError(f"malformed stream from {self.base_url}: {_one_line(exc)}") from None
         except openai.OpenAIError as exc:
             raise ModelError(f"{self.base_url}: {_one_line(exc)}") from None
+
+    def reasoning_effort(self) -> str | None:
+        """The thinking level as `reasoning_effort`, where the model takes it; off sends nothing."""
+        if self.thinking_level in (None, "", "off") or self.reasoning == "never":
+            return None
+        name = self.model_id.lower().rsplit("/", 1)[-1]
+        if self.reasoning == "auto" and not name.startswith(REASONING_PREFIXES):
+            return None
+        return self.thinking_level
 
     def _stream(self, request: dict[str, Any]) -> Iterator[Chunk]:
         response = self._client.chat.completions.create(**request)

@@ -150,7 +150,10 @@ class ScriptModel:
         replies, model = load_script(path)
         return cls(replies, model or Path(path).stem)
 
-    def stream(self, messages: list[dict[str, Any]], tools: list[Tool]) -> Iterator[Chunk]:
+    def stream(self, messages: list[dict[str, Any]], tools: list[Tool], *,
+               max_tokens: int | None = None) -> Iterator[Chunk]:
+        """The next reply, whatever was asked: a summary request takes the next reply too, so a
+        script scripts its summaries in the order they are asked for."""
         if self.used >= len(self.replies):
             raise ModelError(f"script exhausted after {len(self.replies)} replies")
         reply = self.replies[self.used]
