@@ -26,6 +26,7 @@ from .format import is_header
 from .loader import SessionError, open_binary
 from .migrate import Migrator, UnsupportedSession, detect, migrate_header
 from .reader import Diagnostic, iter_lines, open_range, read_records
+from .shapes import proven_valid
 from .split import fork_worker, reap, split_point
 
 
@@ -188,6 +189,7 @@ def _scan(fp, state: _State, migrator: Migrator, header_line: int, number: int, 
     report = state.report
     add = state.add
     is_valid = schemas.entry_is_valid
+    proven = proven_valid
     known = _KNOWN_ENTRY_TYPES
     references = _REFERENCES
     line_of = state.line_of
@@ -212,7 +214,7 @@ def _scan(fp, state: _State, migrator: Migrator, header_line: int, number: int, 
                     if kind not in known:
                         add(number, "$.type", f"unknown entry type {kind!r} (kept, but pi ignores it)",
                             "unknown-type", "warning")
-                    elif not is_valid(entry):
+                    elif not proven(entry) and not is_valid(entry):
                         for problem in schemas.entry_problems(entry):
                             add(number, problem.path, problem.message, "schema")
                     entry_id = entry.get("id")
