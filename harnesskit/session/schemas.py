@@ -2,7 +2,7 @@
 
 The schemas live in ``schemas/`` (shipped as the package ``harnesskit.schemas``) and reference one another
 by ``$id`` (``https://harnesskit.dev/schemas/<name>.json``). They are loaded once with
-``importlib.resources`` into a ``referencing.Registry`` (for python ``jsonschema``) and a
+the installed package directory into a ``referencing.Registry`` (for python ``jsonschema``) and a
 ``jsonschema_rs.Registry`` (for the hot path), so every ``$ref`` resolves offline.
 
 Two validators, one answer:
@@ -26,12 +26,12 @@ No Click, no printing, no network.
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import json
 import math
 import reprlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
@@ -91,11 +91,23 @@ def _uri(name: str) -> str:
     return f"{SCHEMA_BASE_URI}{name}.json"
 
 
+def _schema_dir() -> Any:
+    """The installed schemas: a plain directory when there is one (importlib.resources costs ~30 ms of
+    start-up for its zip support), else whatever importlib.resources finds."""
+    import harnesskit.schemas as package
+
+    if package.__file__:
+        return Path(package.__file__).parent
+    import importlib.resources
+
+    return importlib.resources.files(package)
+
+
 @functools.cache
 def _raw_schemas() -> dict[str, dict[str, Any]]:
     """name -> schema document, read once from the installed package."""
     out: dict[str, dict[str, Any]] = {}
-    for item in importlib.resources.files("harnesskit.schemas").iterdir():
+    for item in _schema_dir().iterdir():
         if item.name.endswith(".json"):
             doc = json.loads(item.read_text(encoding="utf-8"))
             name = item.name[: -len(".json")]
