@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+from operator import itemgetter
 from pathlib import Path
 
 import orjson
@@ -61,10 +62,21 @@ def _stat_key(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
 
 
+_NUMBER = (int, float)
+_TEXT = (str, type(None))
+
+
 def _valid_record(record: object) -> bool:
-    return (isinstance(record, list) and len(record) == 3 and isinstance(record[0], list)
-            and (record[1] is None or (isinstance(record[1], list) and len(record[1]) == 3))
-            and (record[2] is None or (isinstance(record[2], list) and len(record[2]) == 4)))
+    """[stat key, [modified, id, cwd] or None, [name, first message, count, model] or None], exactly:
+    a cache file is input too, and a wrong type must not reach the sort or the table."""
+    if record.__class__ is not list or len(record) != 3:
+        return False
+    choice, summary = record[1], record[2]
+    return ((choice is None or (choice.__class__ is list and len(choice) == 3 and choice[0].__class__ in _NUMBER
+                                and choice[1].__class__ is str and choice[2].__class__ in _TEXT))
+            and (summary is None or (summary.__class__ is list and len(summary) == 4
+                                     and summary[0].__class__ in _TEXT and summary[1].__class__ in _TEXT
+                                     and summary[2].__class__ is int and summary[3].__class__ in _TEXT)))
 
 
 def _choose(path: Path, mtime: float) -> list | None:
@@ -144,7 +156,7 @@ def _candidates(directory: Path, cache: dict[str, list], fresh: dict[str, list])
             continue
         key = _stat_key(st)
         record = cache.get(name)
-        if not (_valid_record(record) and record[0] == key):
+        if not (record.__class__ is list and len(record) == 3 and record[0] == key and _valid_record(record)):
             record = [key, _choose(Path(entry.path), st.st_mtime), None]
             changed = True
         fresh[name] = record
@@ -162,7 +174,7 @@ def list_sessions(directories: list[Path], limit: int | None = None) -> list[Sum
         found, changed = _candidates(directory, _load_cache(directory), fresh)
         rows.extend(found)
         caches.append((directory, fresh, changed))
-    rows.sort(key=lambda r: (r[0], r[1]), reverse=True)
+    rows.sort(key=itemgetter(0, 1), reverse=True)
     shown = rows if limit is None else rows[:limit]
     out: list[Summary] = []
     summarized: set[int] = set()
