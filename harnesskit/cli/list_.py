@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import unicodedata
 from datetime import datetime
+from pathlib import Path
 
 import click
 
@@ -39,7 +41,17 @@ def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str |
       harnesskit list --json | jq -r .path
     """
     directories = store.all_session_dirs() if everywhere else [store.session_dir(os.getcwd(), session_dir)]
-    summaries = store.list_sessions(directories, limit)
+    enabled = gc.isenabled()
+    gc.disable()  # rows of 100,000 sessions hold no cycles: no collection needs to walk them
+    try:
+        _show(store.list_sessions(directories, limit), directories, everywhere, as_json, full_path)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _show(summaries: list[store.Summary], directories: list[Path], everywhere: bool, as_json: bool,
+          full_path: bool) -> None:
     if as_json:
         click.echo("".join(render.json_line({
             "path": s.file, "id": s.session_id, "modified": s.modified, "cwd": s.cwd, "name": s.name,
@@ -51,9 +63,9 @@ def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str |
         return
     root = os.path.join(store.sessions_root(), "")
     when: dict[int, str] = {}
-    rows = [(_when(s.modified, when), _clean(s.name or ""), str(s.messages), _clean(s.model or ""),
-             _clean(s.first_user or ""), s.file if full_path or not s.file.startswith(root) else s.file[len(root):])
-            for s in summaries]
+    rows = [(_when(s.modified, when), _clean(s.name) if s.name else "", str(s.messages),
+             _clean(s.model) if s.model else "", _clean(s.first_user) if s.first_user else "",
+             s.file if full_path or not s.file.startswith(root) else s.file[len(root):]) for s in summaries]
     click.echo(table(rows, shutil.get_terminal_size((80, 24)).columns, cut_path=not full_path))
 
 

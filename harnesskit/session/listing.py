@@ -15,6 +15,7 @@ optimisation: missing, unreadable or damaged, it is rebuilt; unwritable, it is s
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import os
 from operator import itemgetter
@@ -167,6 +168,16 @@ def _candidates(directory: Path, cache: dict[str, list], fresh: dict[str, list])
 
 def list_sessions(directories: list[Path], limit: int | None = None) -> list[Summary]:
     """The newest `limit` sessions of `directories` (all when None), newest first."""
+    enabled = gc.isenabled()
+    gc.disable()  # 100,000 cached records hold no cycles: the cyclic GC would only walk them, again and again
+    try:
+        return _list_sessions(directories, limit)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _list_sessions(directories: list[Path], limit: int | None) -> list[Summary]:
     caches: list[tuple[Path, dict, bool]] = []
     rows: list[tuple] = []
     for directory in directories:

@@ -87,15 +87,17 @@ def _usage(u: Any) -> bool:
 _STOP_REASONS = frozenset({"stop", "length", "toolUse", "error", "aborted"})
 
 
-def _message(m: Any) -> bool:
+def _message_entry(e: dict) -> bool:
+    m = e.get("message")
     if m.__class__ is not dict:
         return False
     role = m.get("role")
     if role == "assistant":
-        return (_blocks(m.get("content")) and m.get("api").__class__ is str and m.get("provider").__class__ is str
-                and m.get("model").__class__ is str and _usage(m.get("usage"))
+        stamp = m.get("timestamp")
+        return ((stamp.__class__ is int or _number(stamp)) and m.get("api").__class__ is str
+                and m.get("provider").__class__ is str and m.get("model").__class__ is str
                 and m.get("stopReason").__class__ is str and m["stopReason"] in _STOP_REASONS
-                and "timestamp" in m and _number(m["timestamp"])
+                and _blocks(m.get("content")) and _usage(m.get("usage"))
                 and m.get("errorMessage", _ABSENT).__class__ is str
                 and m.get("responseId", _ABSENT).__class__ is str
                 and m.get("responseModel", _ABSENT).__class__ is str)
@@ -106,10 +108,6 @@ def _message(m: Any) -> bool:
     if role == "user":
         return "content" in m and _string_or_blocks(m["content"]) and _optional_number(m, "timestamp")
     return False  # bashExecution, custom and other roles: not proven here
-
-
-def _message_entry(e: dict) -> bool:
-    return _message(e.get("message"))
 
 
 def _model_change(e: dict) -> bool:

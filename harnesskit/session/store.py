@@ -136,7 +136,7 @@ def most_recent(directory: Path) -> Path | None:
     return chosen
 
 
-@dataclass
+@dataclass(slots=True)
 class Summary:
     file: str  # the path (a listing of 100,000 sessions need not build 100,000 Path objects)
     modified: float  # seconds: the last user/assistant message's time (pi's picker order); see activity_ms
