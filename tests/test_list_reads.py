@@ -116,9 +116,9 @@ def test_list_n_reads_only_the_files_it_shows(env: Env, monkeypatch: pytest.Monk
     whole: list[Path] = []
     real = listing._summary
 
-    def counting(path: Path, mtime: float) -> list | None:
+    def counting(path: Path, mtime: float, report: object = None) -> list | None:
         whole.append(path)
-        return real(path, mtime)
+        return real(path, mtime, report)
 
     monkeypatch.setattr(listing, "_summary", counting)
     before = read_bytes()

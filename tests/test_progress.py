@@ -102,3 +102,14 @@ def test_the_bar_waits_its_delay_and_hears_quiet(big: Path, monkeypatch: pytest.
     with progress(size, "big", stream=quick) as bar:
         check_file(big, workers=1, on_progress=bar)
     assert quick.getvalue() == ""  # a read shorter than the delay shows nothing
+
+
+def test_list_shows_a_bar_while_it_reads_a_big_session(env: Env, big: Path) -> None:
+    directory = env.tmp / "sessions-here"
+    directory.mkdir()
+    (directory / big.name).write_bytes(big.read_bytes())
+    code, stdout, terminal = run_with_terminal_stderr(env, "list", "--session-dir", directory)
+    assert code == 0 and "big.jsonl" in stdout
+    assert "reading sessions [" in terminal and terminal.rstrip().endswith("\r\x1b[K")
+    code, stdout, terminal = run_with_terminal_stderr(env, "list", "--session-dir", directory)
+    assert code == 0 and terminal == ""  # the cache answers: nothing read, no bar

@@ -14,6 +14,7 @@ import click
 from harnesskit.session import store
 
 from . import render
+from .progress import progress
 
 HEADERS = ("modified", "name", "msgs", "model", "first message", "path")
 _NAME_MAX, _MODEL_MAX, _ROOM_MIN, _GAP = 20, 16, 30, "  "
@@ -44,7 +45,12 @@ def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str |
     enabled = gc.isenabled()
     gc.disable()  # rows of 100,000 sessions hold no cycles: no collection needs to walk them
     try:
-        _show(store.list_sessions(directories, limit), directories, everywhere, as_json, full_path)
+        with progress(0, "reading sessions") as bar:
+            def on_progress(done: int, total: int) -> None:
+                bar.total = max(total, 1)
+                bar(done)
+            summaries = store.list_sessions(directories, limit, on_progress if bar is not None else None)
+        _show(summaries, directories, everywhere, as_json, full_path)
     finally:
         if enabled:
             gc.enable()

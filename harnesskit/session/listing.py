@@ -18,11 +18,13 @@ import contextlib
 import gc
 import hashlib
 import os
+from collections.abc import Callable
 from operator import itemgetter
 from pathlib import Path
 
 import orjson
 
+from .reader import open_reporting
 from .store import Summary, activity_ms, header_of, home_dir, iso_ms, summary_of
 
 _VERSION = 1
@@ -123,10 +125,10 @@ def _line_activity(raw: bytes) -> float | None:
         return None
 
 
-def _summary(path: Path, mtime: float) -> list | None:
+def _summary(path: Path, mtime: float, report: Callable[[int], None] | None = None) -> list | None:
     """[name, first user message, message count, model] of the whole file."""
     try:
-        with path.open("rb") as fp:
+        with path.open("rb", buffering=0) as raw, open_reporting(raw.fileno(), report) as fp:
             header = header_of(fp.readline())
             if header is None:
                 return None
@@ -166,18 +168,21 @@ def _candidates(directory: Path, cache: dict[str, list], fresh: dict[str, list])
     return out, changed or len(fresh) != len(cache)
 
 
-def list_sessions(directories: list[Path], limit: int | None = None) -> list[Summary]:
-    """The newest `limit` sessions of `directories` (all when None), newest first."""
+def list_sessions(directories: list[Path], limit: int | None = None,
+                  on_progress: Callable[[int, int], None] | None = None) -> list[Summary]:
+    """The newest `limit` sessions of `directories` (all when None), newest first. `on_progress` hears
+    (bytes read, bytes to read) while the sessions shown are read whole (a big one takes seconds)."""
     enabled = gc.isenabled()
     gc.disable()  # 100,000 cached records hold no cycles: the cyclic GC would only walk them, again and again
     try:
-        return _list_sessions(directories, limit)
+        return _list_sessions(directories, limit, on_progress)
     finally:
         if enabled:
             gc.enable()
 
 
-def _list_sessions(directories: list[Path], limit: int | None) -> list[Summary]:
+def _list_sessions(directories: list[Path], limit: int | None,
+                   on_progress: Callable[[int, int], None] | None) -> list[Summary]:
     caches: list[tuple[Path, dict, bool]] = []
     rows: list[tuple] = []
     for directory in directories:
@@ -189,9 +194,16 @@ def _list_sessions(directories: list[Path], limit: int | None) -> list[Summary]:
     shown = rows if limit is None else rows[:limit]
     out: list[Summary] = []
     summarized: set[int] = set()
+    total = sum(r[3][0][0] for r in shown if r[3][2] is None) if on_progress is not None else 0
+    done = 0
     for modified, _name, path, record, mtime in shown:
         if record[2] is None:
-            record[2] = _summary(Path(path), mtime)
+            report = None
+            if on_progress is not None:
+                def report(position: int, before: int = done) -> None:
+                    on_progress(before + position, total)
+            record[2] = _summary(Path(path), mtime, report)
+            done += record[0][0]
             summarized.add(id(record))
         if record[2] is None:  # gone or no longer a session since it was chosen
             continue

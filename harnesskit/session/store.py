@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -242,11 +242,12 @@ def _text(content: object) -> str | None:
     return None
 
 
-def list_sessions(directories: list[Path], limit: int | None = None) -> list[Summary]:
+def list_sessions(directories: list[Path], limit: int | None = None,
+                  on_progress: Callable[[int, int], None] | None = None) -> list[Summary]:
     """Sessions of these directories in pi's picker order, newest first (see session/listing.py)."""
     from .listing import list_sessions as listing
 
-    return listing(directories, limit)
+    return listing(directories, limit, on_progress)
 
 
 def all_session_dirs() -> list[Path]:
