@@ -12,13 +12,14 @@ from pathlib import Path
 import click
 
 from harnesskit.session import store
+from harnesskit.text import visible
 
 from . import render
 from .progress import progress
+from .screen import echo
 
 HEADERS = ("modified", "name", "msgs", "model", "first message", "path")
 _NAME_MAX, _MODEL_MAX, _ROOM_MIN, _GAP = 20, 16, 30, "  "
-_VISIBLE = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}  # control bytes shown, never sent
 
 
 @click.command("list")
@@ -27,7 +28,10 @@ _VISIBLE = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}  # con
 @click.option("-n", "limit", type=click.IntRange(min=1), default=None, help="At most N sessions.")
 @click.option("--session-dir", metavar="DIR", help="List this directory instead.")
 @click.option("--full-path", is_flag=True, help="Print each path whole (the table is otherwise cut to the terminal).")
-def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str | None, full_path: bool) -> None:
+@click.option("--harness", type=click.Choice(["pi", "claude", "codex", "all"]), default="pi", show_default=True,
+              help="Whose sessions of this directory: harnesskit's (pi format), Claude Code's, Codex's, or all.")
+def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str | None, full_path: bool,
+          harness: str) -> None:
     """List sessions, newest first (by their last message, as pi's picker): modified, name, message
     count, model, first message and path, cut to fit the terminal.
 
@@ -40,7 +44,14 @@ def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str |
       harnesskit list --all -n 20
       harnesskit list --full-path -n 1
       harnesskit list --json | jq -r .path
+      harnesskit list --harness claude      # ~/.claude/projects/<this dir>/ ($CLAUDE_CONFIG_DIR wins)
+      harnesskit list --harness all -n 10
     """
+    if harness != "pi":
+        from .list_harnesses import list_harnesses
+
+        list_harnesses(harness, as_json, limit, session_dir, everywhere)
+        return
     directories = store.all_session_dirs() if everywhere else [store.session_dir(os.getcwd(), session_dir)]
     enabled = gc.isenabled()
     gc.disable()  # rows of 100,000 sessions hold no cycles: no collection needs to walk them
@@ -65,13 +76,13 @@ def _show(summaries: list[store.Summary], directories: list[Path], everywhere: b
         }) + "\n" for s in summaries), nl=False)
         return
     if not summaries:
-        click.echo("no sessions" + ("" if everywhere else f" in {directories[0]}"), err=True)
+        echo("no sessions" + ("" if everywhere else f" in {directories[0]}"), err=True)
         return
     root = os.path.join(store.sessions_root(), "")
     when: dict[int, str] = {}
     rows = [(_when(s.modified, when), _clean(s.name) if s.name else "", str(s.messages),
              _clean(s.model) if s.model else "", _clean(s.first_user) if s.first_user else "",
-             s.file if full_path or not s.file.startswith(root) else s.file[len(root):]) for s in summaries]
+             visible(s.file if full_path or not s.file.startswith(root) else s.file[len(root):])) for s in summaries]
     click.echo(table(rows, shutil.get_terminal_size((80, 24)).columns, cut_path=not full_path))
 
 
@@ -82,7 +93,7 @@ def table(rows: list[tuple[str, ...]], width: int, cut_path: bool = True) -> str
     columns = [[h, *c] for h, c in zip(HEADERS, zip(*rows, strict=True) if rows else [()] * 6, strict=True)]
     plain = ["".join(c).isascii() for c in columns]  # one display column per character
     widths = [max(map(len if p else _width, c)) for p, c in zip(plain, columns, strict=True)]
-    widths[1] = min(widths[1], _NAME_MAX)
+    widths[1] = min(widths[1], max(_NAME_MAX, width // 5))  # a wide terminal shows longer names
     widths[3] = min(widths[3], _MODEL_MAX)
     room = width - sum(widths[:4]) - len(_GAP) * 5  # for the first message and the path
     for column in (1, 3):  # a narrow terminal: the name, then the model, give way (to 8 columns)
@@ -130,7 +141,7 @@ def _clean(text: str) -> str:
     text = text[:400]  # more than a terminal row shows
     if text.isprintable():
         return text.strip()
-    return render.one_line(text).translate(_VISIBLE)
+    return visible(render.one_line(text))
 
 
 def _width(text: str) -> int:

@@ -19,13 +19,14 @@ from typing import TextIO
 
 import click
 
+from harnesskit.text import visible
+
 _EVERY = 0.1  # seconds between redraws
-_VISIBLE = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}  # a file name drives no terminal
 
 
 class Bar:
     def __init__(self, total: int, label: str, stream: TextIO, after: float) -> None:
-        self.total, self.label, self.stream = max(total, 1), label.translate(_VISIBLE), stream
+        self.total, self.label, self.stream = max(total, 1), visible(label), stream
         self.start = time.monotonic()
         self.after, self.drawn_at = after, 0.0
         self.shown = False

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import json
 import os
 from collections.abc import Callable
 from operator import itemgetter
@@ -25,7 +26,7 @@ from pathlib import Path
 import orjson
 
 from .reader import open_reporting
-from .store import Summary, activity_ms, header_of, home_dir, iso_ms, summary_of
+from .store import Summary, activity_ms, header_of, home_dir, iso_ms, loads, summary_of
 
 _VERSION = 1
 _BLOCK = 1 << 16  # tail reads go backwards this many bytes at a time
@@ -39,7 +40,7 @@ def cache_path(directory: Path) -> Path:
 def _load_cache(directory: Path) -> dict[str, list]:
     """name -> [stat key, choice, summary or None]; {} when there is no usable cache."""
     try:
-        data = orjson.loads(cache_path(directory).read_bytes())
+        data = loads(cache_path(directory).read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return {}
     if (not isinstance(data, dict) or data.get("version") != _VERSION or data.get("dir") != os.path.abspath(directory)
@@ -50,7 +51,11 @@ def _load_cache(directory: Path) -> dict[str, list]:
 
 def _save_cache(directory: Path, files: dict[str, list]) -> None:
     path = cache_path(directory)
-    data = orjson.dumps({"version": _VERSION, "dir": os.path.abspath(directory), "files": files})
+    payload = {"version": _VERSION, "dir": os.path.abspath(directory), "files": files}
+    try:
+        data = orjson.dumps(payload)
+    except TypeError:  # a lone surrogate (valid JSON, pi opens such files): the stdlib writes its escape
+        data = json.dumps(payload).encode()
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -120,7 +125,7 @@ def _line_activity(raw: bytes) -> float | None:
     if b"message" not in raw and b"\\u" not in raw:
         return None
     try:
-        return activity_ms(orjson.loads(raw))
+        return activity_ms(loads(raw))
     except orjson.JSONDecodeError:
         return None
 
