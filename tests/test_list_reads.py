@@ -9,9 +9,11 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from writeside_helpers import Env, invoke, isolate
 
-from harnesskit.session import listing
+from harnesskit.session import listing, store
 from harnesskit.session.store import encode_cwd
 
 T0 = 1_800_000_000_000  # ms
@@ -204,3 +206,47 @@ def test_rows_fit_80_columns(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
 
     whole = invoke("list", "--full-path")
     assert str(d / "2027-01-01T00-00-00-000Z_01a23000-0000-7000-8000-000000000001.jsonl") in whole.stdout
+
+
+line_kinds = st.sampled_from(["user", "assistant", "tool", "garbage", "blank", "label", "huge", "no-time", "escaped"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(kinds=st.lists(line_kinds, max_size=12), stamps=st.lists(st.integers(-5, 10**13), min_size=12, max_size=12),
+       newline=st.booleans())
+def test_the_tail_read_chooses_what_the_whole_read_finds(tmp_path: Path, kinds: list[str], stamps: list[int],
+                                                          newline: bool) -> None:
+    """The time `list` sorts by, read backwards from the end, is the one a read of the whole file gives."""
+    lines = []
+    for i, (kind, ms) in enumerate(zip(kinds, stamps, strict=False)):
+        if kind == "user":
+            lines.append(json.dumps(user(i, "q", ms)))
+        elif kind == "assistant":
+            lines.append(json.dumps(assistant(i, "a", ms)))
+        elif kind == "tool":
+            lines.append(json.dumps(entry("message", i, message={"role": "toolResult", "content": [],
+                                                                  "timestamp": ms})))
+        elif kind == "garbage":
+            lines.append('{"type":"message","message":{"role":"user","content":"x","timestamp":5')
+        elif kind == "blank":
+            lines.append("")
+        elif kind == "label":
+            lines.append(json.dumps(entry("label", i, targetId="x")))
+        elif kind == "huge":  # longer than the 64 KiB blocks read backwards
+            lines.append(json.dumps(user(i, "h" * 150_000, ms)))
+        elif kind == "no-time":
+            lines.append(json.dumps(entry("message", i, timestamp="not a time",
+                                          message={"role": "user", "content": "x"})))
+        else:
+            lines.append('{"type":"\\u006dessage","timestamp":"2027-01-15T08:00:00.000Z",'
+                         f'"\\u006dessage":{{"role":"user","content":"e","timestamp":{ms}}}}}')
+    header = json.dumps({"type": "session", "version": 3, "id": "s", "timestamp": "2027-01-01T00:00:00.000Z",
+                         "cwd": "/w"})
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join([header, *lines]) + ("\n" if newline else ""))
+    mtime = path.stat().st_mtime
+    chosen = listing._choose(path, mtime)
+    whole = store.summarize(path)
+    assert chosen is not None and whole is not None
+    assert chosen[0] == whole.modified
