@@ -15,10 +15,10 @@ from typing import Any
 import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_schemas import ENTRIES, WRONG_VALUES, _mutations, _one_per_shape, _paths, json_values
+from test_schemas import ENTRIES, HEADERS, WRONG_VALUES, _mutations, _one_per_shape, _paths, json_values
 
 from harnesskit.session import schemas as S
-from harnesskit.session.shapes import proven_valid
+from harnesskit.session.shapes import proven_header, proven_valid
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("hk_generate_shapes", ROOT / "benchmarks" / "generate.py")
@@ -117,3 +117,20 @@ def test_random_replacements_never_prove_an_invalid_entry(data: st.DataObject) -
         else:
             target[path[-1]] = copy.deepcopy(data.draw(odd_values))  # WRONG_VALUES holds shared lists
     _agree(entry, repr(entry)[:120])
+
+
+def test_the_header_proof_never_proves_an_invalid_header() -> None:
+    header_valid = S._py_validator("header")
+    proven = rejected = 0
+    assert all(proven_header(h) for h in HEADERS)
+    for header in _one_per_shape(HEADERS):
+        cases = [*_mutations(header), ("version 3.0", {**header, "version": 3.0}),
+                 ("version True", {**header, "version": True}), ("version 0", {**header, "version": 0}),
+                 ("type header", {**header, "type": "header"}), ("id ''", {**header, "id": ""})]
+        for what, mutated in cases:
+            valid = not any(header_valid.iter_errors(mutated))
+            if proven_header(mutated):
+                proven += 1
+                assert valid, f"proven valid but the schema rejects it: {what}"
+            rejected += not valid
+    assert proven > 5 and rejected > 20  # both outcomes really happen

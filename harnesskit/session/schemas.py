@@ -34,12 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jsonschema_rs
-
 from .format import ENTRY_TYPES
-from .shapes import proven_valid
+from .shapes import proven_header, proven_valid
 
 if TYPE_CHECKING:  # python jsonschema only explains failures: imported when one is explained (start-up)
+    import jsonschema_rs  # imported when an entry is not proven valid by shapes.py (a clean small file: never)
     import referencing
     from jsonschema.exceptions import ValidationError
 
@@ -182,11 +181,15 @@ def _py_validator(name: str) -> Any:
 
 @functools.cache
 def _rs_registry() -> jsonschema_rs.Registry:
+    import jsonschema_rs
+
     return jsonschema_rs.Registry([(doc["$id"], doc) for doc in _raw_schemas().values()])
 
 
 @functools.cache
 def _rs_validator(name: str) -> Any:
+    import jsonschema_rs
+
     return jsonschema_rs.Draft202012Validator(schema(name), registry=_rs_registry(), offline=True)
 
 
@@ -251,7 +254,7 @@ def entry_is_valid(obj: dict) -> bool:
 
 def header_is_valid(obj: dict) -> bool:
     """True when ``obj`` is a valid (v3) session header."""
-    return is_valid(obj, "header")
+    return proven_header(obj) or is_valid(obj, "header")
 
 
 def is_valid(obj: Any, kind: str = "entry") -> bool:

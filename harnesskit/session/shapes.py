@@ -173,3 +173,13 @@ def proven_valid(e: Any) -> bool:
     parent = e.get("parentId", 0)
     return (entry_id.__class__ is str and entry_id != "" and (parent is None or parent.__class__ is str)
             and e.get("timestamp").__class__ is str and check(e))
+
+
+def proven_header(h: Any) -> bool:
+    """True only when `h` is a valid session header (header.json); a float version is left to the schema."""
+    if h.__class__ is not dict or h.get("type") != "session":
+        return False
+    version, session_id = h.get("version"), h.get("id")
+    return (version.__class__ is int and version >= 1 and session_id.__class__ is str and session_id != ""
+            and h.get("timestamp").__class__ is str and h.get("cwd").__class__ is str
+            and h.get("parentSession", _ABSENT).__class__ is str)
