@@ -1,16 +1,21 @@
-"""Throughput and memory of harnesskit's read paths against same-run baselines.
+"""Every read command of issue 7 on a big session file, against same-run baselines.
 
     python benchmarks/bench.py                 # 1,000,000 entries (~1 GB), generated once
     python benchmarks/bench.py --quick         # 20,000 entries, a smoke run
-    python benchmarks/bench.py --entries 200000 --rounds 5
+    python benchmarks/bench.py --only validate,list --rounds 3
 
 The session file is generated (benchmarks/generate.py) under benchmarks/out/ unless it is already
-there. Every measurement runs in a fresh Python process, so its peak RSS is its own (the process's
-maximum resident set plus that of any worker it forks, a conservative sum); the measurements are
-interleaved over `--rounds` rounds and the fastest run of each is reported (with the largest peak
-RSS of its runs), so a busy neighbour on a shared machine slows one run, not the ratio. Ratios are
-to `json.loads` on each line, measured in the same run (at the start and at the end of every round).
-Nothing here is a test: it only prints.
+there. Each command runs as a real `harnesskit` process (stdout to /dev/null, stdin empty); its time
+is the wall time of the whole process, start-up included, and its peak RSS is the largest sum of
+the resident sets of the process and its children (validate forks a worker), polled every 10 ms,
+and never less than the process's own kernel high-water mark. The baselines (iterate the lines,
+json.loads each line) run in a fresh interpreter before and after the commands of every round; a
+ratio is baseline time / command time, so > 1 is faster than the baseline. The fastest run of each
+is reported over `--rounds` rounds. Nothing here is a test: it only prints.
+
+To add a command, add a row to `commands()`: (name, argv, target ratio to json.loads or None,
+peak RSS limit in MB or None). FILE and MIDDLE in argv stand for the big file and the id of its
+middle entry.
 """
 
 from __future__ import annotations
@@ -18,132 +23,203 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 OUT = HERE / "out"
-FIXTURE = ROOT / "fixtures" / "pi" / "v3" / "s01_new.jsonl"
+TINY = ROOT / "fixtures" / "pi" / "v3" / "s01_new.jsonl"
+HARNESSKIT = [sys.executable, "-m", "harnesskit"]
 
-# name -> (label, target ratio to json.loads or None, peak RSS limit in MB or None)
-MEASUREMENTS = {
-    "lines": ("iterate lines", None, None),
-    "json": ("json.loads per line", None, None),
-    "orjson": ("orjson.loads per line", None, None),
-    "validate": ("validate (check_file)", 1.5, 500),
-    "validate-1": ("validate, one process", None, None),
-    "continue": ("load to context (load_for_continue)", 2.5, 600),
-    "full": ("load_session + build_context", None, None),
-}
-ONCE = {"full"}  # slow and memory-hungry: measured in the first round only
+Command = tuple[str, list[str], float | None, float | None]
 
 
-# ------------------------------------------------------------------ one measurement (a child process)
+def commands() -> list[Command]:
+    """(name, argv, target × json.loads, peak RSS limit MB): the read commands of issue 7."""
+    return [
+        ("continue FILE (load to context, no turn)", ["continue", "FILE", "--no-session"], None, 600),
+        ("validate", ["validate", "FILE"], 2.5, 600),
+        ("inspect (table)", ["inspect", "FILE"], 1.0, 200),
+        ("inspect --json", ["inspect", "FILE", "--json"], 1.5, 200),
+        ("inspect --stats", ["inspect", "FILE", "--stats"], 1.5, 600),
+        ("inspect --tree", ["inspect", "FILE", "--tree"], 1.5, 600),
+        ("inspect --context", ["inspect", "FILE", "--context"], None, 600),
+        ("fork --at MIDDLE", ["fork", "FILE", "--at", "MIDDLE", "--session-dir", "SCRATCH"], None, 600),
+        ("migrate --check (a v3 file)", ["migrate", "--check", "FILE"], None, 600),
+        ("list (the big file's directory, no cache)", ["list", "--session-dir", "BIGDIR"], None, 600),
+    ]
 
 
-def measure(name: str, path: Path) -> dict:
+# ------------------------------------------------------------------ in a child: baselines, one-process validate
+
+
+def child(name: str, path: Path) -> dict:
     sys.path.insert(0, str(ROOT))
-    if name.startswith("cli:"):  # inspect, fork --at, migrate --check: bench_inspect.py
-        import bench_inspect
-
-        result = bench_inspect.measure_cli(name[4:], path)
-        kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        return {**result, "entries": 0, "rss_mb": _peak_rss_mb() + kids, "workers_rss_mb": kids}
-    if name in ("validate", "validate-1"):
-        from harnesskit.session.check import check_file  # imports before the clock starts
-
-        workers = 1 if name == "validate-1" else None
-        start = time.perf_counter()
-        report = check_file(path, workers=workers)
-        seconds = time.perf_counter() - start
-        errors = report.count("error")
-        if errors:
-            raise SystemExit(f"{path}: {errors} errors; the benchmark file must be clean")
-        entries = report.entries
-    elif name == "continue":
-        from harnesskit.session.index import load_for_continue
-        from harnesskit.session.tree import build_context
+    if name == "validate-1":
+        from harnesskit.session.check import check_file  # imported before the clock starts
 
         start = time.perf_counter()
-        session = load_for_continue(path)
-        context = build_context(session.tree)
-        session.tree.labels()
+        report = check_file(path, workers=1)
         seconds = time.perf_counter() - start
-        entries = len(session.tree)
-        extra = {"messages": len(context.messages), "lazy": getattr(session, "lazy", False)}
-    elif name == "full":
-        from harnesskit.session.loader import load_session
-        from harnesskit.session.tree import build_context
-
-        start = time.perf_counter()
-        session = load_session(path)
-        context = build_context(session.tree)
-        session.tree.labels()
-        seconds = time.perf_counter() - start
-        entries = len(session.tree)
-        extra = {"messages": len(context.messages)}
-    else:
-        import orjson
-
-        loads = {"json": json.loads, "orjson": orjson.loads, "lines": len}[name]
-        start = time.perf_counter()
-        with open(path, "rb") as fp:
-            lines = 0
-            for line in fp:
-                loads(line)
-                lines += 1
-        seconds = time.perf_counter() - start
-        entries = lines - 1
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # forked workers (shared pages too)
-    mine = _peak_rss_mb()
-    result = {"seconds": seconds, "entries": entries, "rss_mb": mine + kids, "workers_rss_mb": kids}
-    if name in ("continue", "full"):
-        result.update(extra)
-    return result
-
-
-def _peak_rss_mb() -> float:
-    """This process's peak RSS. ru_maxrss survives exec on Linux (it would count the benchmark's own
-    process), so the kernel's high-water mark of this address space is read instead where there is one."""
-    try:
-        with open("/proc/self/status") as fp:
-            for line in fp:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        if report.count("error"):
+            raise SystemExit(f"{path}: {report.count('error')} errors; the benchmark file must be clean")
+        return {"seconds": seconds}
+    loads = {"json": json.loads, "lines": len}[name]
+    start = time.perf_counter()
+    with open(path, "rb") as fp:
+        for line in fp:
+            loads(line)
+    return {"seconds": time.perf_counter() - start}
 
 
 def run_child(name: str, path: Path) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--measure", name, str(path)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, __file__, "--child", name, str(path)], capture_output=True, text=True,
                           check=False)
     if proc.returncode != 0:
-        raise SystemExit(f"measurement {name} failed:\n{proc.stderr}")
+        raise SystemExit(f"{name} failed:\n{proc.stderr}")
     return json.loads(proc.stdout)
+
+
+# ------------------------------------------------------------------ a command as a process: time and peak RSS
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as fp:
+            return [int(p) for p in fp.read().split()]
+    except OSError:
+        return []
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fp:
+            for line in fp:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _tree_rss_kb(pid: int) -> int:
+    todo, total = [pid], 0
+    while todo:
+        p = todo.pop()
+        total += _rss_kb(p)
+        todo.extend(_children(p))
+    return total
+
+
+def run_command(argv: list[str], env: dict[str, str]) -> dict:
+    """Wall time, peak RSS (process tree, MB) and exit code of one run."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env)
+    peak = 0
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        peak = max(peak, _tree_rss_kb(proc.pid))
+        time.sleep(0.01)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    return {"seconds": seconds, "rss_mb": max(peak, usage.ru_maxrss) / 1024, "code": proc.returncode,
+            "stderr": stderr.strip().splitlines()[-1:] if stderr.strip() else []}
+
+
+def middle_id(path: Path) -> str:
+    """The id of the entry nearest the middle of the file."""
+    with path.open("rb") as fp:
+        fp.seek(path.stat().st_size // 2)
+        fp.readline()
+        return json.loads(fp.readline())["id"]
+
+
+# ------------------------------------------------------------------ list among many sessions
+
+
+def make_listing(root: Path, directories: int, per_directory: int) -> Path:
+    """HARNESSKIT_HOME with `directories` × `per_directory` small sessions (made once, kept)."""
+    home = root / f"list-{directories}x{per_directory}"
+    done = home / ".complete"
+    if done.exists():
+        return home
+    t0 = 1_800_000_000_000
+    for d in range(directories):
+        folder = home / "sessions" / f"--bench-project-{d}--"
+        folder.mkdir(parents=True, exist_ok=True)
+        for i in range(per_directory):
+            n = d * per_directory + i
+            sid = f"01a23000-0000-7000-8000-{n:012d}"
+            lines = [{"type": "session", "version": 3, "id": sid, "timestamp": "2027-01-01T00:00:00.000Z",
+                      "cwd": f"/bench/project-{d}"}]
+            for k in range(4):
+                message: dict = {"role": "user" if k % 2 == 0 else "assistant",
+                                 "content": [{"type": "text", "text": f"message {k} of session {n}"}],
+                                 "timestamp": t0 + n * 10 + k}
+                if k % 2:
+                    message.update(api="bench", provider="bench", model="bench-model", usage={}, stopReason="stop")
+                lines.append({"type": "message", "id": f"{k:08x}", "parentId": f"{k - 1:08x}" if k else None,
+                              "timestamp": "2027-01-15T08:00:00.000Z", "message": message})
+            (folder / f"2027-01-01T00-00-00-000Z_{sid}.jsonl").write_text(
+                "".join(json.dumps(x, separators=(",", ":")) + "\n" for x in lines))
+    done.touch()
+    return home
+
+
+def bench_listing(rounds: int) -> list[list[str]]:
+    rows = []
+    cases = [("list -n 20 among 10,000 sessions (warm)", 1, 10_000, ["list", "-n", "20"], 0.2),
+             ("list --all, 100,000 sessions in 100 directories (warm)", 100, 1000, ["list", "--all"], 1.0)]
+    for label, directories, per, args, target in cases:
+        home = make_listing(OUT, directories, per)
+        env = {**os.environ, "HARNESSKIT_HOME": str(home), "HARNESSKIT_SESSION_DIR": ""}
+        cwd_dir = home / "sessions" / "--bench-project-0--"
+        argv = [*HARNESSKIT, *args] if "--all" in args else [*HARNESSKIT, *args, "--session-dir", str(cwd_dir)]
+        shutil.rmtree(home / "cache", ignore_errors=True)
+        cold = run_command(argv, env)
+        runs = [run_command(argv, env) for _ in range(max(rounds, 3))]
+        best = min(runs, key=lambda r: r["seconds"])
+        rows.append([label, f"{cold['seconds']:.2f}", f"{best['seconds']:.2f}", f"{best['rss_mb']:,.0f}",
+                     f"<= {target} s", "MET" if best["seconds"] <= target else "NOT MET"])
+    return rows
 
 
 # ------------------------------------------------------------------ start-up
 
 
-def startup(runs: int) -> dict:
-    harnesskit = Path(sys.executable).with_name("harnesskit")
-    commands = {
-        "inspect": [str(harnesskit), "inspect", str(FIXTURE)],
-        "import click": [sys.executable, "-c", "import click"],
+def bench_startup(runs: int, scratch: Path) -> list[list[str]]:
+    home = scratch / "startup-home"
+    env = {**os.environ, "HARNESSKIT_HOME": str(home)}
+    cases = {
+        "python -c 'import click'": [sys.executable, "-c", "import click"],
+        "validate (a tiny file)": [*HARNESSKIT, "validate", str(TINY)],
+        "continue FILE, no turn": [*HARNESSKIT, "continue", str(TINY), "--no-session"],
+        "chat -p (demo model)": [*HARNESSKIT, "chat", "-p", "what is 2+3", "--no-session"],
     }
-    times: dict[str, list[float]] = {k: [] for k in commands}
+    times: dict[str, list[float]] = {k: [] for k in cases}
     for _ in range(runs):
-        for key, command in commands.items():
-            start = time.perf_counter()
-            subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-            times[key].append(time.perf_counter() - start)
-    return {k: statistics.median(v) for k, v in times.items()}
+        for key, argv in cases.items():
+            times[key].append(run_command(argv, env)["seconds"])
+    median = {k: statistics.median(v) for k, v in times.items()}
+    base = median["python -c 'import click'"]
+    targets = {"validate (a tiny file)": 2.0, "chat -p (demo model)": 2.5}
+    rows = []
+    for key, seconds in median.items():
+        target = targets.get(key)
+        verdict = "" if target is None else ("MET" if seconds / base <= target else "NOT MET")
+        rows.append([key, f"{seconds * 1000:.0f}", f"{seconds / base:.2f}", f"<= {target}x" if target else "",
+                     verdict])
+    return rows
 
 
 # ------------------------------------------------------------------ the run
@@ -155,6 +231,7 @@ def bench_file(entries: int, seed: int) -> Path:
         sys.path.insert(0, str(HERE))
         from generate import generate
 
+        OUT.mkdir(parents=True, exist_ok=True)
         print(f"generating {path.name} ...", file=sys.stderr)
         generate(path, entries, seed)
     return path
@@ -165,12 +242,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--quick", action="store_true", help="20,000 entries")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--startup-runs", type=int, default=10)
-    parser.add_argument("--measure", nargs=2, metavar=("NAME", "FILE"), help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each command (the fastest is shown)")
+    parser.add_argument("--startup-runs", type=int, default=7)
+    parser.add_argument("--only", help="comma-separated words: run only the commands whose name has one")
+    parser.add_argument("--child", nargs=2, metavar=("NAME", "FILE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.measure:
-        print(json.dumps(measure(args.measure[0], Path(args.measure[1]))))
+    if args.child:
+        print(json.dumps(child(args.child[0], Path(args.child[1]))))
         return 0
 
     entries = 20_000 if args.quick else args.entries
@@ -179,68 +257,87 @@ def main(argv: list[str] | None = None) -> int:
     with path.open("rb") as fp:  # into the page cache before anything is timed
         while fp.read(1 << 24):
             pass
-    print(f"file: {path.relative_to(ROOT)}  {entries:,} entries  {size / 1e6:,.1f} MB  "
-          f"python {sys.version.split()[0]}  {os.cpu_count()} cores  rounds: {args.rounds}")
+    load = os.getloadavg()[0]
+    print(f"file: {path.name}  {entries:,} entries  {size / 1e6:,.1f} MB  python {sys.version.split()[0]}  "
+          f"{os.cpu_count()} cores  load average {load:.1f}  rounds: {args.rounds}")
 
+    scratch = Path(tempfile.mkdtemp(prefix="hk-bench-"))
+    bigdir = scratch / "bigdir"
+    bigdir.mkdir()
+    try:
+        os.link(path, bigdir / path.name)  # the same bytes, no copy
+    except OSError:
+        shutil.copy(path, bigdir)
+    home = scratch / "home"
+    env = {**os.environ, "HARNESSKIT_HOME": str(home), "COLUMNS": "120"}
+    env.pop("HARNESSKIT_SESSION_DIR", None)
+    words = args.only.split(",") if args.only else None
+    chosen = [c for c in commands() if words is None or any(w in c[0] for w in words)]
+    substitute = {"FILE": str(path), "MIDDLE": middle_id(path), "SCRATCH": str(scratch / "forks"),
+                  "BIGDIR": str(bigdir)}
+
+    base: dict[str, list[float]] = {"json": [], "lines": []}
     best: dict[str, dict] = {}
-    for round_ in range(args.rounds):
-        # the baseline brackets each round (measured first and last), so a slow spell in mid-round
-        # cannot flatter a ratio
-        for name in ["json", *(n for n in MEASUREMENTS if n != "json"), "json"]:
-            if name in ONCE and round_:
-                continue
-            result = run_child(name, path)
-            old = best.get(name)
-            if old is None or result["seconds"] < old["seconds"]:
-                result["rss_mb"] = max(result["rss_mb"], old["rss_mb"]) if old else result["rss_mb"]
-                best[name] = result
-            else:
-                old["rss_mb"] = max(old["rss_mb"], result["rss_mb"])
+    try:
+        for _ in range(args.rounds):
+            for name in ("lines", "json"):
+                base[name].append(run_child(name, path)["seconds"])
+            for name, argv_, _target, _limit in chosen:
+                shutil.rmtree(home / "cache", ignore_errors=True)  # list: no cache
+                result = run_command([*HARNESSKIT, *(substitute.get(a, a) for a in argv_)], env)
+                old = best.get(name)
+                if old is None or result["seconds"] < old["seconds"]:
+                    result["rss_mb"] = max(result["rss_mb"], old["rss_mb"]) if old else result["rss_mb"]
+                    best[name] = result
+                else:
+                    old["rss_mb"] = max(old["rss_mb"], result["rss_mb"])
+            base["validate-1"] = [*base.get("validate-1", []), run_child("validate-1", path)["seconds"]]
+            for name in ("lines", "json"):
+                base[name].append(run_child(name, path)["seconds"])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
-    base = best["json"]["seconds"]
-    rows = []
-    verdicts = []
-    for name, (label, target, rss_limit) in MEASUREMENTS.items():
+    json_s, lines_s = min(base["json"]), min(base["lines"])
+    rows = [["iterate lines (baseline)", f"{lines_s:.2f}", f"{json_s / lines_s:.2f}x", "1.00x", "", "", ""],
+            ["json.loads per line (baseline)", f"{json_s:.2f}", "1.00x", f"{lines_s / json_s:.2f}x", "", "", ""]]
+    v1 = min(base["validate-1"])
+    rows.append(["validate, one process (in-process, no start-up)", f"{v1:.2f}", f"{json_s / v1:.2f}x",
+                 f"{lines_s / v1:.2f}x", "", ">= 1.5x", "MET" if json_s / v1 >= 1.5 else "NOT MET"])
+    for name, _argv, target, limit in chosen:
         r = best[name]
-        ratio = base / r["seconds"]
-        note = ""
-        if "messages" in r:
-            note = f"{r['messages']} context messages"
+        ratio = json_s / r["seconds"]
+        verdicts = []
         if target is not None:
-            ok_speed = ratio >= target
-            ok_rss = r["rss_mb"] <= rss_limit
-            verdicts.append(f"{label}: {ratio:.2f}x json.loads (target >= {target}x) "
-                            f"{'MET' if ok_speed else 'NOT MET'}; peak RSS {r['rss_mb']:.0f} MB "
-                            f"(target <= {rss_limit} MB) {'MET' if ok_rss else 'NOT MET'}")
-        rows.append([label, f"{r['seconds']:.2f}", f"{size / r['seconds'] / 1e6:,.0f}",
-                     f"{r['entries'] / r['seconds']:,.0f}", f"{r['rss_mb']:,.0f}", f"{ratio:.2f}x", note])
-    _table(["measurement", "s", "MB/s", "entries/s", "peak RSS MB", "vs json.loads", ""], rows)
+            verdicts.append(f">= {target}x {'MET' if ratio >= target else 'NOT MET'}")
+        if limit is not None:
+            verdicts.append(f"<= {limit:.0f} MB {'MET' if r['rss_mb'] <= limit else 'NOT MET'}")
+        status = "" if r["code"] in (0, 1) else f" (exit {r['code']}: {' '.join(r['stderr'])})"
+        rows.append([name + status, f"{r['seconds']:.2f}", f"{ratio:.2f}x", f"{lines_s / r['seconds']:.2f}x",
+                     f"{r['rss_mb']:,.0f}", "", "; ".join(verdicts)])
+    print()
+    _table(["command", "s", "× json.loads", "× lines", "peak RSS MB", "target", "verdict"], rows)
 
-    times = startup(args.startup_runs)
-    ratio = times["inspect"] / times["import click"]
     print()
-    print(f"start-up (median of {args.startup_runs}): harnesskit inspect {FIXTURE.name}: "
-          f"{times['inspect'] * 1000:.0f} ms; python -c 'import click': {times['import click'] * 1000:.0f} ms; "
-          f"ratio {ratio:.2f} (target <= 2) {'MET' if ratio <= 2 else 'NOT MET'}")
+    _table(["list among many sessions", "cold s", "warm s", "peak RSS MB", "target", "verdict"],
+           bench_listing(args.rounds))
     print()
-    import bench_inspect  # the inspect / fork --at / migrate --check section (issue 7)
-
-    verdicts += bench_inspect.section(path, base, best["continue"]["seconds"], args.rounds, run_child)
-    print()
-    for verdict in verdicts:
-        print(verdict)
+    scratch = Path(tempfile.mkdtemp(prefix="hk-bench-"))
+    try:
+        _table([f"start-up (median of {args.startup_runs})", "ms", "× import click", "target", "verdict"],
+               bench_startup(args.startup_runs, scratch))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     return 0
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows, strict=True)]
-    line = "  ".join(h.ljust(w) if i in (0, 6) else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths,
-                                                                                             strict=True)))
-    print(line)
-    print("-" * len(line))
+    print("  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(headers, widths,
+                                                                                      strict=True))).rstrip())
+    print("-" * (sum(widths) + 2 * (len(widths) - 1)))
     for row in rows:
-        print("  ".join(str(c).ljust(w) if i in (0, 6) else str(c).rjust(w)
-                        for i, (c, w) in enumerate(zip(row, widths, strict=True))))
+        print("  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
+                        for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip())
 
 
 if __name__ == "__main__":

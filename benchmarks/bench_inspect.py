@@ -1,10 +1,10 @@
-"""bench.py's section for inspect, fork --at and migrate --check (issue 7): each command run as the
-CLI in a fresh process (stdout to /dev/null), timed, its peak RSS taken (parent + forked workers),
-and compared with json.loads and with `continue` (load to context) measured in the same run; and the
-time to the first row of the table and of --json, read through a pipe.
+"""The inspect, fork --at and migrate --check figures of issue 7, with the time to the first row:
+each command run as a real process in a fresh helper (its peak RSS is the process tree's), against
+`json.loads` per line and `continue`'s load to context measured in the same run. bench.py measures
+the same commands in its overall table; this adds the first row through a pipe and the ratios to
+continue.
 
-    python benchmarks/bench.py                 # the whole run, this section last
-    python benchmarks/bench_inspect.py FILE    # this section alone, on FILE
+    python benchmarks/bench_inspect.py FILE    # ROUNDS=3 for the fastest of three
 """
 
 from __future__ import annotations
@@ -13,10 +13,40 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# runs argv, prints its wall time and the peak RSS of its process tree (the helper's only children)
+PROBE = ("import json, resource, subprocess, sys, time\n"
+         "start = time.perf_counter()\n"
+         "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)\n"
+         "seconds = time.perf_counter() - start\n"
+         "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
+         "print(json.dumps({'seconds': seconds, 'rss_mb': peak}))")
+BASELINES = {
+    "json": "import json, sys\nfor line in open(sys.argv[1], 'rb'): json.loads(line)",
+    "continue": ("import sys\nfrom harnesskit.session.index import load_for_continue\n"
+                 "from harnesskit.session.tree import build_context\n"
+                 "s = load_for_continue(sys.argv[1]); build_context(s.tree); s.tree.labels()"),
+}
+
+
+def run(argv: list[str]) -> dict:
+    done = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=ROOT, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{argv}: failed\n{done.stderr}")
+    return json.loads(done.stdout)
+
+
+def run_child(name: str, path: Path) -> dict:
+    """One measurement: a baseline (json, continue) or `cli:NAME` of COMMANDS."""
+    if name in BASELINES:
+        return run([sys.executable, "-c", BASELINES[name], str(path)])
+    with tempfile.TemporaryDirectory() as out:
+        return run([sys.executable, "-m", "harnesskit", *argv_for(name[4:], path, Path(out))])
+
 
 # name -> (label, arguments after the file ({mid}: an entry in the middle), target, compared with, RSS limit MB)
 COMMANDS: dict[str, tuple[str, list[str], float | None, str, int]] = {
@@ -46,32 +76,6 @@ def argv_for(name: str, path: Path, out: Path) -> list[str]:
     if name == "migrate-check":
         return ["migrate", "--check", str(path)]
     return ["inspect", str(path), *extra, "--width", "120"]
-
-
-def measure_cli(name: str, path: Path) -> dict:
-    """In the child process: run one command as the CLI would, stdout to /dev/null."""
-    import tempfile
-
-    sys.path.insert(0, str(ROOT))
-    from harnesskit.cli import main
-
-    with tempfile.TemporaryDirectory() as out:
-        argv = argv_for(name, path, Path(out))
-        null = os.open(os.devnull, os.O_WRONLY)
-        saved = os.dup(1)
-        os.dup2(null, 1)
-        sys.argv = ["harnesskit", *argv]
-        start = time.perf_counter()
-        try:
-            main()
-        except SystemExit as done:
-            if done.code not in (0, None):
-                raise
-        finally:
-            sys.stdout.flush()
-            seconds = time.perf_counter() - start
-            os.dup2(saved, 1)
-    return {"seconds": seconds}
 
 
 def first_row(path: Path, mode: list[str]) -> float:
@@ -128,11 +132,9 @@ def section(path: Path, base: float, cont: float | None, rounds: int, run_child)
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import bench
-
     target = Path(sys.argv[1])
-    base = bench.run_child("json", target)["seconds"]
-    cont = bench.run_child("continue", target)["seconds"]
-    for verdict in section(target, base, cont, int(os.environ.get("ROUNDS", "1")), bench.run_child):
+    rounds = int(os.environ.get("ROUNDS", "1"))
+    base = min(run_child("json", target)["seconds"] for _ in range(rounds))
+    cont = min(run_child("continue", target)["seconds"] for _ in range(rounds))
+    for verdict in section(target, base, cont, rounds, run_child):
         print(verdict)

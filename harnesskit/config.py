@@ -9,14 +9,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
+from typing import TYPE_CHECKING, Any
 
 from harnesskit.agent.models import DEFAULT_MAX_REPLY_BYTES, DEFAULT_REQUEST_TIMEOUT
 from harnesskit.session.store import home_dir
 from harnesskit.session.writer import FSYNC_POLICIES
+
+if TYPE_CHECKING:  # ruamel.yaml is imported only when there is a config file to read (start-up)
+    from ruamel.yaml import YAML
 
 KEYS = {
     "model": "default model: demo, script:FILE.yaml or openai:MODEL",
@@ -63,12 +63,18 @@ def project_config_path(cwd: Path | None = None) -> Path | None:
 
 
 def _yaml() -> YAML:
+    from ruamel.yaml import YAML
+
     yaml = YAML()  # round-trip: comments and order survive a rewrite
     yaml.preserve_quotes = True
     return yaml
 
 
 def _load(path: Path) -> Any:
+    if not path.exists():  # the usual case: no file, so no YAML parser to import
+        return None
+    from ruamel.yaml.error import YAMLError
+
     try:
         with path.open(encoding="utf-8") as fp:
             data = _yaml().load(fp)

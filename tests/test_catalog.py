@@ -514,3 +514,16 @@ def test_hostile_session_content_never_breaks_the_index(env: Env) -> None:
     usage = invoke("usage", "model", "--json")
     assert usage.exit_code == 0, usage.output
     assert {g["key"] for g in json.loads(usage.stdout)["groups"]} >= {"m"}
+
+
+def test_index_shows_progress_on_a_terminal_only(env: Env) -> None:
+    from test_progress import run_with_terminal_stderr
+
+    corpus(env.sessions, 200)
+    code, stdout, terminal = run_with_terminal_stderr(env, "index")
+    assert code == 0
+    assert "indexing [" in terminal and "%" in terminal
+    assert terminal.rstrip().endswith("\r\x1b[K")  # erased when done
+    assert "200 session files" in stdout and "\r" not in stdout
+    quiet = run_with_terminal_stderr(env, "index", "--rebuild", "-q")
+    assert quiet[0] == 0 and "indexing [" not in quiet[2]

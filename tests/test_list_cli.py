@@ -34,41 +34,43 @@ def json_rows(*args: object) -> list[dict]:
     return [json.loads(line) for line in result.stdout.splitlines()]
 
 
-def test_list_newest_first_with_name_or_first_message(env: Env) -> None:
+def test_list_newest_first_with_name_or_first_message(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "400")  # room for whole paths and messages
     a = chat("hello", "what is 12*8")
     b = chat("what is 2+3", "/name  sums  ", "/name arithmetic")
     c = chat("hello there friend")
-    os.utime(a, (3_000_000, 3_000_000))  # newest, though created first
-    os.utime(b, (1_000_000, 1_000_000))
-    os.utime(c, (2_000_000, 2_000_000))
+    for i, path in enumerate((c, b, a)):  # file times the other way round: pi's order ignores them
+        os.utime(path, (1_000_000 * (i + 1), 1_000_000 * (i + 1)))
 
-    result = invoke("list")
+    result = invoke("list", "--full-path")
     assert result.exit_code == 0, result.stderr
     out = result.stdout.splitlines()
-    assert out[0].split() == ["modified", "id", "name", "/", "first", "message", "messages", "path"]
-    rows = out[2:]
+    assert out[0].split() == ["modified", "name", "msgs", "model", "first", "message", "path"]
+    rows = out[1:]
     assert len(rows) == 3
-    assert [next(str(p) for p in (a, b, c) if str(p) in row) for row in rows] == [str(a), str(c), str(b)]
-    row_a, row_c, row_b = rows
-    assert " hello " in row_a and " 6 " in row_a
+    assert [next(str(p) for p in (a, b, c) if str(p) in row) for row in rows] == [str(c), str(b), str(a)]
+    row_c, row_b, row_a = rows
+    assert " hello " in row_a and " 6 " in row_a and " demo " in row_a
     assert " arithmetic " in row_b and "sums" not in row_b and " 4 " in row_b  # the latest /name
     assert " hello there friend " in row_c and " 2 " in row_c
-    assert read_lines(a)[0]["id"][:13] in row_a
 
     rows_json = json_rows()
-    assert [r["path"] for r in rows_json] == [str(a), str(c), str(b)]
+    assert [r["path"] for r in rows_json] == [str(c), str(b), str(a)]
     by_path = {r["path"]: r for r in rows_json}
-    assert by_path[str(a)] | {"modified": 0} == {
-        "path": str(a), "id": read_lines(a)[0]["id"], "modified": 0, "cwd": os.getcwd(), "name": None,
-        "firstMessage": "hello", "messages": 6}
-    assert by_path[str(a)]["modified"] == 3_000_000
+    last_a = max(e["message"]["timestamp"] for e in read_lines(a)[1:] if e["type"] == "message")
+    assert by_path[str(a)] == {
+        "path": str(a), "id": read_lines(a)[0]["id"], "modified": last_a / 1000, "cwd": os.getcwd(), "name": None,
+        "firstMessage": "hello", "messages": 6, "model": "demo"}
     assert by_path[str(b)]["name"] == "arithmetic" and by_path[str(b)]["firstMessage"] == "what is 2+3"
     assert by_path[str(c)]["messages"] == 2
 
-    assert [r["path"] for r in json_rows("-n", "2")] == [str(a), str(c)]
-    limited = invoke("list", "-n", "1")
-    assert limited.exit_code == 0 and len(limited.stdout.splitlines()) == 3 and str(a) in limited.stdout
+    assert [r["path"] for r in json_rows("-n", "2")] == [str(c), str(b)]
+    limited = invoke("list", "-n", "1", "--full-path")
+    assert limited.exit_code == 0 and len(limited.stdout.splitlines()) == 2 and str(c) in limited.stdout
     assert invoke("list", "-n", "0").exit_code == 2
+
+    assert invoke("continue", a, "-p", "what is 1+1").exit_code == 0  # a new message: a is the newest now
+    assert [r["path"] for r in json_rows()] == [str(a), str(c), str(b)]
 
 
 def test_list_all_across_directories(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -84,7 +86,7 @@ def test_list_all_across_directories(env: Env, tmp_path: Path, monkeypatch: pyte
     everything = json_rows("--all")
     assert sorted(r["path"] for r in everything) == sorted([str(here), str(there)])
     assert {r["cwd"] for r in everything} == {str(env.cwd.resolve()), str(other.resolve())}
-    result = invoke("list", "--all")
+    result = invoke("list", "--all", "--full-path")
     assert str(here) in result.stdout and str(there) in result.stdout
 
     monkeypatch.chdir(env.cwd)
@@ -130,7 +132,8 @@ def test_list_two_thousand_sessions(env: Env) -> None:
         header = {"type": "session", "version": 3, "id": sid, "timestamp": "2026-01-01T00:00:00.000Z",
                   "cwd": os.getcwd()}
         user = {"type": "message", "id": f"{i:08x}", "parentId": None, "timestamp": "2026-01-01T00:00:00.000Z",
-                "message": {"role": "user", "content": [{"type": "text", "text": f"prompt {i}"}], "timestamp": 1}}
+                "message": {"role": "user", "content": [{"type": "text", "text": f"prompt {i}"}],
+                            "timestamp": 1_800_000_000_000 + i}}
         path = directory / f"2026-01-01T00-00-00-000Z_{sid}.jsonl"
         path.write_text(json.dumps(header, separators=(",", ":")) + "\n"
                         + json.dumps(user, separators=(",", ":")) + "\n")
@@ -145,5 +148,5 @@ def test_list_two_thousand_sessions(env: Env) -> None:
 
     table = invoke("list")
     assert table.exit_code == 0
-    assert len(table.stdout.splitlines()) == count + 2
+    assert len(table.stdout.splitlines()) == count + 1
     assert len(json_rows("-n", "5")) == 5

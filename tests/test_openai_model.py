@@ -405,7 +405,13 @@ def test_openai_is_imported_only_when_asked_for() -> None:
         "from harnesskit.agent.models import resolve_model\n"
         "resolve_model('demo')\n"
         "assert 'openai' not in sys.modules, 'openai imported too early'\n"
-        "resolve_model('openai:m', base_url='http://127.0.0.1:9/v1')\n"
+        "m = resolve_model('openai:m', base_url='http://127.0.0.1:9/v1')\n"
+        "assert 'openai' not in sys.modules, 'a model that has sent nothing needs no SDK'\n"
+        "from harnesskit.agent.models import ModelError\n"
+        "try:\n"
+        "    list(m.stream([{'role': 'user', 'content': 'hi', 'timestamp': 0}], []))\n"
+        "except ModelError:\n"
+        "    pass\n"
         "assert 'openai' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

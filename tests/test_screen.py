@@ -114,13 +114,14 @@ def test_inspect_on_a_real_pipe_sends_no_escape_byte(env: Env) -> None:
         assert "\x1b" not in proc.stdout + proc.stderr
 
 
-def test_list_shows_names_and_ids_visibly(env: Env) -> None:
+def test_list_shows_names_and_ids_visibly(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # the name column grows with the terminal
     hostile_file(env.sessions / encode_cwd(os.getcwd()))
     for args in (["list"], ["list", "--all"]):
         result = invoke(*args)
         assert result.exit_code == 0, result.stderr
         assert_clean(result)
-        assert "Peer demo session" + EVIL_TEXT_SHOWN[:20] in result.stdout  # cut to the column's 48
+        assert "Peer demo session" + EVIL_TEXT_SHOWN[:20] in result.stdout  # cut to the name column
     result = invoke("list", "--json")
     assert_clean(result)
     row = json.loads(result.stdout)
@@ -227,7 +228,9 @@ def test_a_session_with_a_lone_surrogate_can_be_continued(env: Env) -> None:
     assert again.exit_code == 0, again.stderr
 
 
-def test_a_session_whose_header_holds_a_lone_surrogate_is_listed_and_found(env: Env) -> None:
+def test_a_session_whose_header_holds_a_lone_surrogate_is_listed_and_found(env: Env,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # room for the whole name
     src = next(p for p in V3_FILES if p.name == "s12_meta_entries.jsonl").read_text(encoding="utf-8")
     src = src.replace('"cwd":"/home/dev/proj"', '"cwd":"/home/dev/pr\\ud800oj"', 1)
     src = src.replace('"name":"Peer demo session"', '"name":"Peer \\udfff session"', 1)

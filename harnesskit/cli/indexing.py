@@ -5,18 +5,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import sys
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-
-import click
 
 from harnesskit.session import catalog, store
 
 from .errors import Fail, warn
-
-PROGRESS_AFTER = 1.0  # seconds of reading before a bar is worth showing
+from .progress import progress
 
 
 def sources() -> list[catalog.Source]:
@@ -29,30 +24,6 @@ def sources() -> list[catalog.Source]:
     return [*catalog.pi_sources(directories), *catalog.harness_sources()]
 
 
-class _Progress:
-    """Bytes read of the total, on stderr, only when it is a terminal and reading takes a while."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.enabled = not quiet and sys.stderr.isatty()
-        self.started = time.monotonic()
-        self.shown = 0
-        self.bar = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        if self.bar is None:
-            if time.monotonic() - self.started < PROGRESS_AFTER:
-                return
-            self.bar = click.progressbar(length=max(total, 1), label="indexing", file=sys.stderr)
-        self.bar.update(done - self.shown)
-        self.shown = done
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.render_finish()
-
-
 def refreshed(quiet: bool = False, rebuild: bool = False, only: list[catalog.Source] | None = None
               ) -> tuple[sqlite3.Connection, catalog.UpdateStats]:
     """The catalog, up to date (with `only`, for just those files). Works without a usable database
@@ -61,11 +32,13 @@ def refreshed(quiet: bool = False, rebuild: bool = False, only: list[catalog.Sou
     if rebuild:
         catalog.remove(path)
     found = only if only is not None else sources()
-    progress = _Progress(quiet)
-    try:
-        conn, note, stats = catalog.refresh(path, found, progress, partial=only is not None)
-    finally:
-        progress.close()
+    with progress(0, "indexing", quiet) as bar:
+        def report(done: int, total: int) -> None:  # the total is known once the changed files are
+            if bar is not None:
+                bar.total = max(total, 1)  # type: ignore[attr-defined]
+                bar(done)
+
+        conn, note, stats = catalog.refresh(path, found, report, partial=only is not None)
     if note and not quiet:
         warn(note)
     return conn, stats

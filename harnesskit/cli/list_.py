@@ -1,9 +1,13 @@
-"""`harnesskit list`: sessions of this directory (or all), newest first."""
+"""`harnesskit list`: sessions of this directory (or all), in pi's picker order, in a table that fits."""
 
 from __future__ import annotations
 
+import gc
 import os
+import shutil
+import unicodedata
 from datetime import datetime
+from pathlib import Path
 
 import click
 
@@ -11,7 +15,11 @@ from harnesskit.session import store
 from harnesskit.text import visible
 
 from . import render
+from .progress import progress
 from .screen import echo
+
+HEADERS = ("modified", "name", "msgs", "model", "first message", "path")
+_NAME_MAX, _MODEL_MAX, _ROOM_MIN, _GAP = 20, 16, 30, "  "
 
 
 @click.command("list")
@@ -19,15 +27,22 @@ from .screen import echo
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines, one session per line.")
 @click.option("-n", "limit", type=click.IntRange(min=1), default=None, help="At most N sessions.")
 @click.option("--session-dir", metavar="DIR", help="List this directory instead.")
+@click.option("--full-path", is_flag=True, help="Print each path whole (the table is otherwise cut to the terminal).")
 @click.option("--harness", type=click.Choice(["pi", "claude", "codex", "all"]), default="pi", show_default=True,
               help="Whose sessions of this directory: harnesskit's (pi format), Claude Code's, Codex's, or all.")
-def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str | None, harness: str) -> None:
-    """List sessions, newest first: modified, id, name (or first prompt), messages, path.
+def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str | None, full_path: bool,
+          harness: str) -> None:
+    """List sessions, newest first (by their last message, as pi's picker): modified, name, message
+    count, model, first message and path, cut to fit the terminal.
+
+    Only the files shown are read whole: the others are chosen from their first and last lines (and
+    a cache under $HARNESSKIT_HOME/cache that is checked against each file's size and times).
 
     \b
     Examples:
       harnesskit list
       harnesskit list --all -n 20
+      harnesskit list --full-path -n 1
       harnesskit list --json | jq -r .path
       harnesskit list --harness claude      # ~/.claude/projects/<this dir>/ ($CLAUDE_CONFIG_DIR wins)
       harnesskit list --harness all -n 10
@@ -38,19 +53,128 @@ def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str |
         list_harnesses(harness, as_json, limit, session_dir, everywhere)
         return
     directories = store.all_session_dirs() if everywhere else [store.session_dir(os.getcwd(), session_dir)]
-    summaries = store.list_sessions(directories)[:limit]
+    enabled = gc.isenabled()
+    gc.disable()  # rows of 100,000 sessions hold no cycles: no collection needs to walk them
+    try:
+        with progress(0, "reading sessions") as bar:
+            def on_progress(done: int, total: int) -> None:
+                bar.total = max(total, 1)
+                bar(done)
+            summaries = store.list_sessions(directories, limit, on_progress if bar is not None else None)
+        _show(summaries, directories, everywhere, as_json, full_path)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _show(summaries: list[store.Summary], directories: list[Path], everywhere: bool, as_json: bool,
+          full_path: bool) -> None:
     if as_json:
-        for s in summaries:
-            echo(render.json_line({
-                "path": str(s.path), "id": s.session_id, "modified": s.modified, "cwd": s.cwd,
-                "name": s.name, "firstMessage": s.first_user, "messages": s.messages,
-            }))
+        click.echo("".join(render.json_line({
+            "path": s.file, "id": s.session_id, "modified": s.modified, "cwd": s.cwd, "name": s.name,
+            "firstMessage": s.first_user, "messages": s.messages, "model": s.model,
+        }) + "\n" for s in summaries), nl=False)
         return
     if not summaries:
         echo("no sessions" + ("" if everywhere else f" in {directories[0]}"), err=True)
         return
-    rows = [[datetime.fromtimestamp(s.modified).strftime("%Y-%m-%d %H:%M"), s.session_id[:13],
-             render.cut(visible(render.one_line(s.name or s.first_user or "")), 48), s.messages, str(s.path)]
-            for s in summaries]
-    echo(render.tabulate(rows, headers=["modified", "id", "name / first message", "messages", "path"],
-                         disable_numparse=True))
+    root = os.path.join(store.sessions_root(), "")
+    when: dict[int, str] = {}
+    rows = [(_when(s.modified, when), _clean(s.name) if s.name else "", str(s.messages),
+             _clean(s.model) if s.model else "", _clean(s.first_user) if s.first_user else "",
+             visible(s.file if full_path or not s.file.startswith(root) else s.file[len(root):])) for s in summaries]
+    click.echo(table(rows, shutil.get_terminal_size((80, 24)).columns, cut_path=not full_path))
+
+
+def table(rows: list[tuple[str, ...]], width: int, cut_path: bool = True) -> str:
+    """The rows under HEADERS, every line at most `width` display columns (unless the path is whole).
+
+    Column by column, so a listing of 100,000 sessions stays well under a second."""
+    columns = [[h, *c] for h, c in zip(HEADERS, zip(*rows, strict=True) if rows else [()] * 6, strict=True)]
+    plain = ["".join(c).isascii() for c in columns]  # one display column per character
+    widths = [max(map(len if p else _width, c)) for p, c in zip(plain, columns, strict=True)]
+    widths[1] = min(widths[1], max(_NAME_MAX, width // 5))  # a wide terminal shows longer names
+    widths[3] = min(widths[3], _MODEL_MAX)
+    room = width - sum(widths[:4]) - len(_GAP) * 5  # for the first message and the path
+    for column in (1, 3):  # a narrow terminal: the name, then the model, give way (to 8 columns)
+        give = min(max(_ROOM_MIN - room, 0), max(widths[column] - 8, 0))
+        widths[column] -= give
+        room += give
+    message, path = widths[4], widths[5]
+    if not cut_path:
+        message = max(min(message, room - path), len(HEADERS[4]))
+    elif message + path > room:
+        path = max(min(path, room - min(message, room // 2)), 10)
+        message = max(room - path, len(HEADERS[4]))
+    widths[4], widths[5] = message, path
+    fitted = []
+    for i, (column, w) in enumerate(zip(columns, widths, strict=True)):
+        if i == 5:
+            fitted.append([_elide(c, w) for c in column] if cut_path else column)
+        elif i == 2:
+            fitted.append([c.rjust(w) for c in column])
+        elif plain[i]:
+            fitted.append([c.ljust(w) if len(c) <= w else c[: w - 1] + "…" for c in column])
+        else:
+            fitted.append([_pad(_cut(c, w), w) for c in column])
+    return "\n".join(_GAP.join(cells).rstrip() for cells in zip(*fitted, strict=True))
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * (width - _width(text))
+
+
+def _when(seconds: float, memo: dict[int, str]) -> str:
+    minute = int(seconds // 60) if seconds == seconds and abs(seconds) < 1e12 else 0
+    text = memo.get(minute)
+    if text is None:
+        try:
+            text = datetime.fromtimestamp(minute * 60).strftime("%Y-%m-%d %H:%M")
+        except (ValueError, OverflowError, OSError):
+            text = "?"
+        memo[minute] = text
+    return text
+
+
+def _clean(text: str) -> str:
+    """One line, control characters made visible (a session file's text never drives the terminal)."""
+    text = text[:400]  # more than a terminal row shows
+    if text.isprintable():
+        return text.strip()
+    return visible(render.one_line(text))
+
+
+def _width(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _prefix(text: str, width: int) -> str:
+    """The longest start of `text` at most `width` columns wide."""
+    if text.isascii():
+        return text[:width]
+    used = 0
+    for i, c in enumerate(text):
+        used += _width(c)
+        if used > width:
+            return text[:i]
+    return text
+
+
+def _cut(text: str, width: int) -> str:
+    return text if _width(text) <= width else _prefix(text, width - 1) + "…"
+
+
+def _elide(text: str, width: int) -> str:
+    """The start and the end of a path (the file name's end tells sessions apart), "…" between."""
+    if text.isascii():
+        if len(text) <= width:
+            return text
+        head = (width - 1) // 3
+        return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+    if _width(text) <= width:
+        return text
+    head = _prefix(text, (width - 1) // 3)
+    tail = _prefix(text[::-1], width - 1 - _width(head))[::-1]
+    return head + "…" + tail

@@ -8,7 +8,6 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 
 import orjson
-from tabulate import tabulate as _tabulate
 
 from harnesskit.session.migrate import iso_to_ms
 from harnesskit.session.reader import room_for_depth
@@ -142,6 +141,8 @@ def tabulate(rows: Iterable[Iterable[object]], headers: list[str], tablefmt: str
     """tabulate, with every text cell made `visible` first: escapes widen a cell, so they must be in
     place before columns are measured. Numbers stay numbers, for alignment, except integers beyond
     any float, which tabulate cannot measure."""
+    from tabulate import tabulate as _tabulate  # only the commands that print a table pay for it (start-up)
+
     shown = [[_cell(c) for c in row] for row in rows]
     return _tabulate(shown, headers=headers, tablefmt=tablefmt, **options)
 

@@ -11,6 +11,7 @@ from harnesskit.session.check import FileReport, Problem, check_file, expand_pat
 
 from . import render
 from .errors import FOUND_PROBLEMS, USAGE, report_error
+from .progress import file_size, progress
 from .screen import echo
 
 #: warnings --strict leaves warnings: other harnesses' formats gain line types every month
@@ -67,7 +68,8 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, source: str | None)
     files = expand_paths([p for p in paths if p not in missing])
     reports: list[FileReport] = []
     for file in files:
-        report = check_file(file, fmt=source, strict=strict)
+        with progress(file_size(file), str(file)) as on_progress:
+            report = check_file(file, fmt=source, strict=strict, on_progress=on_progress)
         reports.append(_strict(report) if strict else report)
     problems = [p for r in reports for p in r.problems]
     errors = [p for p in problems if p.severity == "error"]

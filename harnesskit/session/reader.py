@@ -6,6 +6,7 @@ a time and never the whole file.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import itertools
@@ -13,7 +14,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -63,8 +64,8 @@ def iter_lines(fp: BinaryIO) -> Iterator[tuple[int, int, bytes, bool]]:
 class _Range(io.RawIOBase):
     """Bytes [start, stop) of a file descriptor, read with pread (the descriptor's offset is untouched)."""
 
-    def __init__(self, fd: int, start: int, stop: int) -> None:
-        self._fd, self._pos, self._stop = fd, start, stop
+    def __init__(self, fd: int, start: int, stop: int, report: Callable[[int], None] | None = None) -> None:
+        self._fd, self._pos, self._stop, self._report = fd, start, stop, report
 
     def readable(self) -> bool:
         return True
@@ -76,13 +77,57 @@ class _Range(io.RawIOBase):
         data = os.pread(self._fd, n, self._pos)
         buffer[: len(data)] = data
         self._pos += len(data)
+        if self._report is not None:
+            self._report(self._pos)
         return len(data)
 
 
-def open_range(fd: int, start: int, stop: int, buffer_size: int = 1 << 17) -> io.BufferedReader:
+def open_range(fd: int, start: int, stop: int, buffer_size: int = 1 << 17,
+               report: Callable[[int], None] | None = None) -> io.BufferedReader:
     """Bytes [start, stop) of an open file as a binary file to iterate (a worker's share of a file).
-    The default buffer is larger than io's 8 KiB, which costs a syscall every few lines."""
-    return io.BufferedReader(_Range(fd, start, stop), buffer_size)
+    The default buffer is larger than io's 8 KiB, which costs a syscall every few lines. `report`
+    hears the file position after each read (a progress bar: once per buffer, not per line)."""
+    return io.BufferedReader(_Range(fd, start, stop, report), buffer_size)
+
+
+class _Reporting(io.RawIOBase):
+    """A raw file that tells `report` its position after each read (and seeks like the file)."""
+
+    def __init__(self, raw: io.RawIOBase, report: Callable[[int], None]) -> None:
+        self._raw, self._report = raw, report
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return self._raw.seekable()
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+    def readinto(self, buffer) -> int | None:  # noqa: ANN001 - a writable buffer
+        n = self._raw.readinto(buffer)
+        if n:
+            with contextlib.suppress(OSError):
+                self._report(self._raw.tell())
+        return n
+
+
+def open_reporting(fd: int, report: Callable[[int], None] | None, buffer_size: int = 1 << 17) -> io.BufferedReader:
+    """The open file `fd` (not closed with the result) as a buffered binary file; `report`, when given,
+    hears the position after each buffer read."""
+    raw = open(fd, "rb", buffering=0, closefd=False)  # noqa: SIM115 - returned, closed by the caller
+    return io.BufferedReader(raw if report is None else _Reporting(raw, report), buffer_size)
 
 
 def _reject_constant(name: str) -> object:

@@ -2,7 +2,7 @@
 
 The schemas live in ``schemas/`` (shipped as the package ``harnesskit.schemas``) and reference one another
 by ``$id`` (``https://harnesskit.dev/schemas/<name>.json``). They are loaded once with
-``importlib.resources`` into a ``referencing.Registry`` (for python ``jsonschema``) and a
+the installed package directory into a ``referencing.Registry`` (for python ``jsonschema``) and a
 ``jsonschema_rs.Registry`` (for the hot path), so every ``$ref`` resolves offline.
 
 Two validators, one answer:
@@ -26,21 +26,21 @@ No Click, no printing, no network.
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import json
 import math
 import reprlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
-
-import jsonschema
-import jsonschema_rs
-import referencing
-import referencing.jsonschema
-from jsonschema.exceptions import ValidationError, best_match
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .format import ENTRY_TYPES
+from .shapes import proven_header, proven_valid
+
+if TYPE_CHECKING:  # python jsonschema only explains failures: imported when one is explained (start-up)
+    import jsonschema_rs  # imported when an entry is not proven valid by shapes.py (a clean small file: never)
+    import referencing
+    from jsonschema.exceptions import ValidationError
 
 __all__ = [
     "KNOWN_CONTENT_TYPES",
@@ -90,11 +90,23 @@ def _uri(name: str) -> str:
     return f"{SCHEMA_BASE_URI}{name}.json"
 
 
+def _schema_dir() -> Any:
+    """The installed schemas: a plain directory when there is one (importlib.resources costs ~30 ms of
+    start-up for its zip support), else whatever importlib.resources finds."""
+    import harnesskit.schemas as package
+
+    if package.__file__:
+        return Path(package.__file__).parent
+    import importlib.resources
+
+    return importlib.resources.files(package)
+
+
 @functools.cache
 def _raw_schemas() -> dict[str, dict[str, Any]]:
     """name -> schema document, read once from the installed package."""
     out: dict[str, dict[str, Any]] = {}
-    for item in importlib.resources.files("harnesskit.schemas").iterdir():
+    for item in _schema_dir().iterdir():
         if item.name.endswith(".json"):
             doc = json.loads(item.read_text(encoding="utf-8"))
             name = item.name[: -len(".json")]
@@ -125,7 +137,7 @@ def _py_schemas() -> dict[str, dict[str, Any]]:
 
     When python ``jsonschema`` follows a ``$ref`` into a document that declares ``$schema``, it switches
     to the stock validator class registered for that meta-schema and so drops our type checker (see
-    ``_Validator``). Without ``$schema`` it keeps the class it started with; the draft is given to
+    ``_validator_class``). Without ``$schema`` it keeps the class it started with; the draft is given to
     ``referencing`` explicitly instead.
     """
     return {name: {k: v for k, v in doc.items() if k != "$schema"} for name, doc in _raw_schemas().items()}
@@ -133,6 +145,9 @@ def _py_schemas() -> dict[str, dict[str, Any]]:
 
 @functools.cache
 def _registry() -> referencing.Registry:
+    import referencing
+    import referencing.jsonschema
+
     resources = [
         (doc["$id"], referencing.Resource(contents=doc, specification=referencing.jsonschema.DRAFT202012))
         for doc in _py_schemas().values()
@@ -148,25 +163,33 @@ def _is_json_number(checker: Any, instance: Any) -> bool:
     return isinstance(instance, int) or math.isfinite(instance)
 
 
-_Validator = jsonschema.validators.extend(
-    jsonschema.Draft202012Validator,
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("number", _is_json_number),
-)
+@functools.cache
+def _validator_class() -> Any:
+    import jsonschema
+
+    return jsonschema.validators.extend(
+        jsonschema.Draft202012Validator,
+        type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("number", _is_json_number),
+    )
 
 
 @functools.cache
 def _py_validator(name: str) -> Any:
     schema(name)  # a KeyError naming the known schemas
-    return _Validator(_py_schemas()[name], registry=_registry())
+    return _validator_class()(_py_schemas()[name], registry=_registry())
 
 
 @functools.cache
 def _rs_registry() -> jsonschema_rs.Registry:
+    import jsonschema_rs
+
     return jsonschema_rs.Registry([(doc["$id"], doc) for doc in _raw_schemas().values()])
 
 
 @functools.cache
 def _rs_validator(name: str) -> Any:
+    import jsonschema_rs
+
     return jsonschema_rs.Draft202012Validator(schema(name), registry=_rs_registry(), offline=True)
 
 
@@ -215,6 +238,8 @@ def _load_rs_by_type() -> dict[str, Any]:
 
 def entry_is_valid(obj: dict) -> bool:
     """True when ``obj`` is a valid v3 entry; an unknown but string ``type`` is valid."""
+    if proven_valid(obj):  # the common shapes, proven in Python faster than a call into jsonschema_rs
+        return True
     try:
         is_valid = (_RS_BY_TYPE or _load_rs_by_type())[obj["type"]]
     except KeyError:  # no type, or a type without a schema (unknown types are accepted)
@@ -229,7 +254,7 @@ def entry_is_valid(obj: dict) -> bool:
 
 def header_is_valid(obj: dict) -> bool:
     """True when ``obj`` is a valid (v3) session header."""
-    return is_valid(obj, "header")
+    return proven_header(obj) or is_valid(obj, "header")
 
 
 def is_valid(obj: Any, kind: str = "entry") -> bool:
@@ -280,6 +305,8 @@ def explain(obj: dict, kind: str = "entry") -> list[SchemaProblem]:
         # entry.json would dispatch here through its if/then; going straight to the entry's own schema
         # gives the same errors without evaluating eight needless `if`s (~1.6x faster).
         kind = f"entry-{entry_type}"
+    from jsonschema.exceptions import best_match
+
     validator = _py_validator(kind)
     errors = list(_leaf_errors(validator.iter_errors(obj)))
     if not errors:
@@ -299,6 +326,8 @@ def explain(obj: dict, kind: str = "entry") -> list[SchemaProblem]:
 def _leaf_errors(errors: Iterable[ValidationError]) -> Iterator[ValidationError]:
     # The schemas use no anyOf/oneOf, but a caller's schema might: descend into the context of such
     # errors so the explanation names the failing field rather than the combinator.
+    from jsonschema.exceptions import best_match
+
     for error in errors:
         if error.context and error.validator in ("anyOf", "oneOf"):
             yield best_match(error.context)

@@ -10,9 +10,11 @@ import os
 import stat
 import threading
 from collections.abc import Callable
-from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:  # multiprocessing is imported only when a worker is started (start-up)
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
 
 SPLIT_MIN_BYTES = 32 << 20  # below this one process is faster than forking a second
 

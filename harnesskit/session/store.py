@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import orjson
@@ -134,27 +136,54 @@ def most_recent(directory: Path) -> Path | None:
     return chosen
 
 
-@dataclass
+@dataclass(slots=True)
 class Summary:
-    path: Path
-    modified: float
+    file: str  # the path (a listing of 100,000 sessions need not build 100,000 Path objects)
+    modified: float  # seconds: the last user/assistant message's time (pi's picker order); see activity_ms
     session_id: str
     cwd: str | None
     name: str | None
     first_user: str | None
     messages: int
+    model: str | None = None
+
+    @property
+    def path(self) -> Path:
+        return Path(self.file)
 
 
-_MESSAGE = b'"type":"message"'
-_INFO = b'"type":"session_info"'
+# A line whose JSON `type` is one of these holds one of the words literally, or spells it with a \u
+# escape: only such lines need parsing (sound whatever the spacing: `"type": "message"` too).
+_WORTH_PARSING = (b"message", b"session_info", b"model_change", b"\\u")
+
+
+def activity_ms(obj: object) -> float | None:
+    """The time a line counts for in pi's picker order (SM buildSessionInfo): a user or assistant message
+    with content, at its message timestamp (ms) or else its entry timestamp; None for any other line."""
+    if not isinstance(obj, dict) or obj.get("type") != "message":
+        return None
+    message = obj.get("message")
+    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant") or "content" not in message:
+        return None
+    stamp = message.get("timestamp")
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+        return float(stamp) if stamp > 0 else None
+    return iso_ms(obj.get("timestamp"))
+
+
+def iso_ms(value: object) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        ms = datetime.fromisoformat(value).timestamp() * 1000
+    except (ValueError, OverflowError, OSError):
+        return None
+    return ms if ms > 0 else None
 
 
 def summarize(path: Path) -> Summary | None:
-    """What `list` shows of one file, without building a tree: header, name, first prompt, count.
-
-    Lines are tested as bytes first and only the few that matter (session_info, the first user
-    message) are decoded, so a listing of thousands of sessions stays fast.
-    """
+    """What `list` shows of one file, without building a tree: header, name, first prompt, count, model,
+    and the time of the last user/assistant message. Only lines that can hold such an entry are parsed."""
     try:
         stat = path.stat()
         fp = path.open("rb")
@@ -164,33 +193,47 @@ def summarize(path: Path) -> Summary | None:
         header = header_of(fp.readline())
         if header is None:
             return None
-        name = None
-        first_user = None
-        count = 0
-        for raw in fp:
-            if _MESSAGE in raw:
-                count += 1
-                if first_user is None and b'"role":"user"' in raw:
-                    first_user = _first_text(raw)
-            elif _INFO in raw:
-                try:
-                    info = loads(raw)
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(info, dict) and isinstance(info.get("name"), str):
-                    name = info["name"].strip() or None
-    return Summary(path, stat.st_mtime, str(header.get("id")), header.get("cwd"), name, first_user, count)
+        return summary_of(path, header, stat.st_mtime, fp)
 
 
-def _first_text(raw: bytes) -> str | None:
-    try:
-        entry = loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    message = entry.get("message") if isinstance(entry, dict) else None
-    if not isinstance(message, dict):
-        return None
-    content = message.get("content")
+def summary_of(path: Path, header: dict, mtime: float, lines: Iterable[bytes]) -> Summary:
+    """The summary of a session from the lines after its header."""
+    name = first_user = model = None
+    count = 0
+    last: float | None = None
+    for raw in lines:
+        if not any(word in raw for word in _WORTH_PARSING):
+            continue
+        try:
+            entry = loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        kind = entry.get("type")
+        if kind == "message":
+            count += 1
+            message = entry.get("message")
+            if isinstance(message, dict):
+                if first_user is None and message.get("role") == "user":
+                    first_user = _text(message.get("content"))
+                elif message.get("role") == "assistant" and isinstance(message.get("model"), str):
+                    model = message["model"]
+            stamp = activity_ms(entry)
+            if stamp is not None:
+                last = stamp
+        elif kind == "session_info":
+            if isinstance(entry.get("name"), str):
+                name = entry["name"].strip() or None
+        elif kind == "model_change" and isinstance(entry.get("modelId"), str):
+            model = entry["modelId"]
+    modified = (last if last is not None else iso_ms(header.get("timestamp")) or mtime * 1000) / 1000
+    cwd = header.get("cwd")
+    return Summary(str(path), modified, str(header.get("id")), cwd if isinstance(cwd, str) else None, name,
+                   first_user, count, model)
+
+
+def _text(content: object) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -199,10 +242,12 @@ def _first_text(raw: bytes) -> str | None:
     return None
 
 
-def list_sessions(directories: list[Path]) -> list[Summary]:
-    summaries = [s for d in directories for p in session_files(d) if (s := summarize(p)) is not None]
-    summaries.sort(key=lambda s: (s.modified, s.path.name), reverse=True)
-    return summaries
+def list_sessions(directories: list[Path], limit: int | None = None,
+                  on_progress: Callable[[int, int], None] | None = None) -> list[Summary]:
+    """Sessions of these directories in pi's picker order, newest first (see session/listing.py)."""
+    from .listing import list_sessions as listing
+
+    return listing(directories, limit, on_progress)
 
 
 def all_session_dirs() -> list[Path]:

@@ -13,8 +13,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import openai
-
 from harnesskit.agent.messages import text_of, to_llm_messages, tool_calls_of
 from harnesskit.agent.models import (
     DEFAULT_MAX_REPLY_BYTES,
@@ -26,7 +24,6 @@ from harnesskit.agent.models import (
     ThinkingChunk,
     ToolCallChunk,
 )
-from harnesskit.agent.models.http_guard import ReplyCut, guarded_client
 from harnesskit.agent.tools import Tool
 from harnesskit.text import well_formed
 
@@ -165,6 +162,9 @@ def _parse_arguments(call: _PendingCall) -> dict[str, Any]:
     return arguments
 
 
+_DEFAULT_BASE_URL = "https://api.openai.com/v1"  # the SDK's own default
+
+
 class OpenAIModel:
     """Streams from ``{base_url}/chat/completions`` with tools and usage; every request ends within
     `timeout` seconds overall and `max_reply_bytes` received (see http_guard)."""
@@ -186,20 +186,22 @@ class OpenAIModel:
         self.model_id = model_id
         self.timeout = timeout
         self.max_reply_bytes = max_reply_bytes
-        self.base_url = ""
         kwargs: dict[str, Any] = {}
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         if base_url:
             kwargs["base_url"] = base_url
-        api_key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
-        http = guarded_client(timeout, max_reply_bytes, read_timeout=READ_TIMEOUT, connect_timeout=CONNECT_TIMEOUT,
-                              describe=lambda: self.base_url)
-        try:
-            self._client = openai.OpenAI(api_key=api_key, max_retries=0, timeout=http.timeout, http_client=http,
-                                         **kwargs)
-        except openai.OpenAIError as exc:
-            raise ValueError(f"cannot set up the OpenAI client: {_one_line(exc)}") from None
-        self.base_url = str(self._client.base_url).rstrip("/")
+        self._client_args = {"api_key": api_key or os.environ.get("OPENAI_API_KEY") or "not-needed", **kwargs}
+        self._client: Any = None  # the SDK is imported at the first request: a `continue` that runs no turn
+        self.base_url = (base_url or _DEFAULT_BASE_URL).rstrip("/")  # never pays for it (start-up)
+
+    def _make_client(self) -> Any:
+        import openai
+
+        from harnesskit.agent.models.http_guard import guarded_client
+
+        http = guarded_client(self.timeout, self.max_reply_bytes, read_timeout=READ_TIMEOUT,
+                              connect_timeout=CONNECT_TIMEOUT, describe=lambda: self.base_url)
+        return openai.OpenAI(max_retries=0, timeout=http.timeout, http_client=http, **self._client_args)
 
     def stream(self, messages: list[dict[str, Any]], tools: list[Tool], *,
                max_tokens: int | None = None) -> Iterator[Chunk]:
@@ -216,7 +218,13 @@ class OpenAIModel:
             request["reasoning_effort"] = effort
         if tools:
             request["tools"] = to_chat_tools(tools)
+        import openai
+
+        from harnesskit.agent.models.http_guard import ReplyCut
+
         try:
+            if self._client is None:
+                self._client = self._make_client()
             yield from self._stream(request)
         except ModelError:
             raise
