@@ -14,7 +14,6 @@ from .errors import Fail, warn
 from .progress import progress
 
 
-
 def sources() -> list[catalog.Source]:
     """Every session file the index covers: pi's layout under $HARNESSKIT_HOME, the flat session
     directory of HARNESSKIT_SESSION_DIR when it is set, and Claude Code's and Codex's stores."""
