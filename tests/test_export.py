@@ -304,3 +304,16 @@ def test_a_large_session_opens_and_scrolls(run, tmp_path: Path, browser) -> None
 
     WebDriverWait(browser, 30).until(lambda d: len(nodes(d)) > first)
     assert os.path.getsize(tmp_path / "large.html") > 8_000_000
+
+
+def test_a_damaged_line_is_reported_and_left_out(run, tmp_path: Path) -> None:
+    lines = S10.read_bytes().splitlines(keepends=True)
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_bytes(b"".join([*lines[:3], b'{"type":"message","id":"x\x00y"\n', b"not json\n", *lines[3:]]))
+    result = run("export", damaged, "--html", "-o", tmp_path / "d.html")
+    assert result.exit_code == 0, result.output
+    assert [line.split(": line ")[1].split(":")[0] for line in result.stderr.splitlines() if ": line " in line] \
+        == ["4", "5"]
+    page = (tmp_path / "d.html").read_text(encoding="utf-8")
+    data = page.split('<script type="application/json" id="hk-entries">', 1)[1].split("</script>", 1)[0]
+    assert len(json.loads(data)) == len(lines) - 1

@@ -63,15 +63,8 @@ def stream_entries(path: Path, warn: Callable[[Diagnostic], None]) -> tuple[dict
     if sniff(path) != "pi":
         return _loaded(path, warn)
     fp = open_binary(path)
-    last = [b""]
-
-    def lines() -> Iterator[tuple[int, int, bytes, bool]]:
-        for item in iter_lines(fp):
-            last[0] = item[2]  # read_records yields a line's record before it reads the next line
-            yield item
-
-    records = read_records(lines(), from_start=True)
-    for item in records:
+    records = read_records(iter_lines(fp), from_start=True)
+    for item in records:  # up to the header, the reader's way
         if isinstance(item, Diagnostic):
             warn(item)
             continue
@@ -80,19 +73,40 @@ def stream_entries(path: Path, warn: Callable[[Diagnostic], None]) -> tuple[dict
             fp.close()
             return _loaded(path, warn)
         header = item.obj
-
-        def rest() -> Iterator[tuple[dict, bytes | None]]:
-            with fp:
-                for record in records:
-                    if isinstance(record, Diagnostic):
-                        warn(record)
-                    elif not is_header(record.obj):
-                        yield record.obj, last[0]
-
-        return header, rest()
+        return header, _rest(fp, item.line, warn)
     size = path.stat().st_size
     fp.close()
     raise no_header(path, size, [])
+
+
+def _rest(fp: BinaryIO, number: int, warn: Callable[[Diagnostic], None]) -> Iterator[tuple[dict, bytes | None]]:
+    """The entries after the header line `number`: a line orjson reads as an entry is taken as it
+    is (its text as written); any other goes through the reader, for the reader's diagnostic."""
+    loads, error = orjson.loads, orjson.JSONDecodeError
+    with fp:
+        offset = fp.tell()
+        for raw in fp:
+            number += 1
+            terminated = raw.endswith(b"\n")
+            content = raw[:-1] if terminated else raw
+            if content.endswith(b"\r"):
+                content = content[:-1]
+            if terminated:
+                try:
+                    obj = loads(content)
+                except error:
+                    obj = None
+                if obj.__class__ is dict and obj.get("type").__class__ is str:
+                    if not is_header(obj):
+                        yield obj, content
+                    offset += len(raw)
+                    continue
+            for record in read_records(((number, offset, content, terminated),)):
+                if isinstance(record, Diagnostic):
+                    warn(record)
+                elif not is_header(record.obj):
+                    yield record.obj, content
+            offset += len(raw)
 
 
 def _loaded(path: Path, warn: Callable[[Diagnostic], None]) -> tuple[dict, Iterator[tuple[dict, bytes | None]]]:
