@@ -49,10 +49,10 @@ def test_demo_rows_match_the_chapter(run) -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].startswith("session tutorial v1")
-    assert "entries=8" in lines[0]
+    assert lines[-1] == "entries=8  leaf=e8"  # the table streams: the count comes last
     header = [c.strip() for c in lines[1].split("\t")]
     assert header == ["line", "id", "parent", "type", "summary"]
-    rows = [[c.strip() for c in line.split("\t")] for line in lines[2:]]
+    rows = [[c.strip() for c in line.split("\t")] for line in lines[2:-1]]
     assert [r[0] for r in rows] == [str(n) for n in range(2, 10)]
     assert [r[1] for r in rows] == [f"e{i}" for i in range(1, 9)]
     assert [r[2] for r in rows] == ["-"] + [f"e{i}" for i in range(1, 8)]
@@ -257,7 +257,8 @@ def test_s12_stats_by_hand(run) -> None:
 def test_table_formats(run, fmt: str) -> None:
     result = run("inspect", DEMO, "--format", fmt, "--width", "400")
     assert result.exit_code == 0
-    lines = result.stdout.splitlines()[1:]
+    lines = result.stdout.splitlines()[1:-1]  # between the header line and the count
+    assert result.stdout.splitlines()[-1].startswith("entries=8")
     if fmt == "github":
         assert all(line.startswith("|") and line.endswith("|") for line in lines)
         assert set(lines[1]) <= set("|-: ")

@@ -9,6 +9,7 @@ import click
 
 from harnesskit.session import store
 from harnesskit.session.fork import ROOT, ForkError, fork_point, write_fork
+from harnesskit.session.index import LazyDecodeError, LazySession, load_for_continue
 
 from . import render
 from .errors import Fail, warn
@@ -40,7 +41,7 @@ def fork(file: Path, at_ref: str | None, everything: bool, cwd: Path | None, ses
     """
     if everything and at_ref:
         raise Fail("--all copies every entry; it does not take --at")
-    source = open_for_reading(str(file))
+    source = open_for_reading(str(file), load_for_continue)  # an index; entries decoded as they are copied
     at = resolve_leaf(source, at_ref)
     note = None
     if at_ref is not None and at is not None:
@@ -50,10 +51,17 @@ def fork(file: Path, at_ref: str | None, everything: bool, cwd: Path | None, ses
                     f"(its text: {render.cut(render.one_line(prompt), 80)})")
             at = point if point is not None else ROOT
     target_cwd = str((cwd or Path.cwd()).resolve()) if cwd else os.getcwd()
+    directory = store.session_dir(target_cwd, session_dir)
     try:
-        path = write_fork(source, store.session_dir(target_cwd, session_dir), target_cwd, at, everything)
+        try:
+            path = write_fork(source, directory, target_cwd, at, everything)
+        except LazyDecodeError:  # the file changed since it was indexed: read it in full
+            path = write_fork(open_for_reading(str(file)), directory, target_cwd, at, everything)
     except (ForkError, OSError) as error:
         raise Fail(str(error)) from None
+    finally:
+        if isinstance(source, LazySession):
+            source.close()
     if note is not None:
         warn(note)
     echo(str(path))

@@ -1,39 +1,65 @@
-"""`harnesskit inspect`: a tabulated dump, tree, context or stats of any session file."""
+"""`harnesskit inspect`: a tabulated dump, tree, context or stats of any session file.
+
+The table and `--json` stream: each entry is printed as its line is read (the first row shows at
+once, memory stays that of one line). `--stats` streams too, keeping only the tree's columns.
+`--context`, `--tree` and `--leaf` need the tree first: they index the file as `continue` does
+(`index.load_for_continue`) and decode the entries they show one at a time, keeping none.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import click
-import tabulate as tabulate_module
 
 from harnesskit.session.loader import Session, SessionError, load_session
-from harnesskit.session.stats import session_stats
-from harnesskit.session.tree import EntryNotFound, build_context
+from harnesskit.session.migrate import Dialect
+from harnesskit.session.reader import Diagnostic
+from harnesskit.session.stats import StatsCounter, session_stats
+from harnesskit.session.stream import Stream, TreeWatch, open_stream, tree_diagnostics
+from harnesskit.session.tree import EntryNotFound, Tree, build_context
+from harnesskit.text import escape_json, visible
 
-from . import render
+from . import render, table
 from .errors import Fail, warn
-from .screen import echo
+from .output import emit
 
-FORMATS = sorted(tabulate_module.tabulate_formats)
+JSON_SUMMARY = 240  # characters of `summary` in --json rows (the whole entry is in `entry`)
+COLUMNS = ["line", "id", "parent", "type", "summary"]
+RIGHT = [True, False, False, False, False]
+
+
+def describe(dialect: Dialect, header: dict, entries: int | None = None, name: str | None = None) -> str:
+    parts = [f"session {dialect}"]  # what matters most first: a narrow terminal cuts the end
+    if entries is not None:
+        parts.append(f"entries={entries}")
+    if name:
+        parts.append(f"name={name!r}")
+    parts += [f"id={header.get('id')}", f"cwd={header.get('cwd')}", f"created={header.get('timestamp')}"]
+    if header.get("parentSession"):
+        parts.append(f"parent={header['parentSession']}")
+    return "  ".join(parts)
 
 
 def header_line(session: Session) -> str:
-    h = session.header
-    name = session.tree.name()
-    parts = [
-        f"session {session.dialect}",
-        f"id={h.get('id')}",
-        f"cwd={h.get('cwd')}",
-        f"created={h.get('timestamp')}",
-        f"entries={len(session.entries)}",
-    ]
-    if name:
-        parts.append(f"name={name!r}")
-    if h.get("parentSession"):
-        parts.append(f"parent={h['parentSession']}")
-    return "  ".join(parts)
+    return describe(session.dialect, session.header, len(session.entries), session.tree.name())
+
+
+def shown(text: str) -> str:
+    """Text from the file as one safe line: control characters (newline and tab too) spelled out."""
+    return text if text.isprintable() else visible(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def _fit(text: str, cols: int | None) -> str:
+    text = shown(text)
+    return text if cols is None else table.fit(text, cols)
+
+
+def warn_diagnostic(path: str | Path, d: Diagnostic) -> None:
+    where = f"line {d.line}: " if d.line > 0 else ""
+    warn(f"{path}: {where}{d.reason}" + (" (skipped)" if d.severity == "error" and d.offset >= 0 else ""))
 
 
 def open_for_reading(path: str, load: Callable[[str], Session] = load_session) -> Session:
@@ -43,8 +69,7 @@ def open_for_reading(path: str, load: Callable[[str], Session] = load_session) -
     except SessionError as error:
         raise Fail(str(error)) from None
     for d in session.diagnostics:
-        where = f"line {d.line}: " if d.line > 0 else ""
-        warn(f"{path}: {where}{d.reason}" + (" (skipped)" if d.severity == "error" and d.offset >= 0 else ""))
+        warn_diagnostic(path, d)
     return session
 
 
@@ -57,26 +82,53 @@ def resolve_leaf(session: Session, ref: str | None) -> str | None:
         raise Fail(f"{session.path}: {error}") from None
 
 
+def entries_reader(session: Session) -> Callable[[list[int]], Iterator[dict]]:
+    """The entries at many positions, read (from a lazy index: in runs) and kept by nobody."""
+    decode_lines = getattr(session.entries, "decode_lines", None)
+    if decode_lines is None:
+        return lambda positions: map(session.entries.__getitem__, positions)
+    return lambda positions: (entry for entry, _ in decode_lines(positions))
+
+
+def reader_of(session: Session) -> Callable[[int], dict]:
+    """entries[pos] without filling the lazy index's cache (a scan of every entry keeps none)."""
+    entries = session.entries
+    if hasattr(entries, "cache_limit"):
+        entries.cache_limit = 0  # type: ignore[attr-defined]
+    return entries.__getitem__
+
+
 @click.command("inspect")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--tree", "show_tree", is_flag=True, help="Draw the branch structure, leaf marked, labels shown.")
 @click.option("--leaf", "leaf_ref", metavar="ENTRY", help="Only the path to ENTRY (id, unique prefix or label).")
 @click.option("--context", "show_context", is_flag=True, help="The messages a model would see from the leaf.")
 @click.option("--stats", "show_stats", is_flag=True, help="Entries per type/role, branches, depth, tools, tokens.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="simple", show_default=True,
-              help="Any tabulate table format.")
+@click.option("--format", "fmt", type=click.Choice(table.FORMATS, case_sensitive=False), default="simple",
+              show_default=True, help="Table style of every table (the entries, --context, --stats).")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per row (first: the header).")
-@click.option("--width", type=int, default=None, help="Cut summaries to this many columns (default: terminal).")
+@click.option("--width", type=int, default=None,
+              help="Fit rows in this many columns (default: the terminal's, or $COLUMNS).")
+@click.option("--no-pager", is_flag=True, help="Never page (a pager is used only when stdout is a terminal).")
 @click.option("--from", "source", type=click.Choice(["pi", "claude", "codex"]), default=None,
               help="Read FILE as this harness's format (default: told by the first lines).")
 def inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: bool, show_stats: bool, fmt: str,
-            as_json: bool, width: int | None, source: str | None) -> None:
+            as_json: bool, width: int | None, no_pager: bool, source: str | None) -> None:
     """Show what is in a session FILE (pi v1/v2/v3, tutorial v1, a Claude Code transcript or a
     Codex rollout, read into the same entries: see the README's sections per harness).
+
+    The table and --json print each entry as it is read, so the first rows show at once on any size
+    of file and `inspect FILE | head` stops early. Their first line says what the file is; the
+    table's last line counts its entries. Labels show as rows of their own there; --tree and --leaf
+    show them on the entries they name (in --json too, as "label"). Column widths come from the
+    terminal (wide characters count two columns); the summary is cut to fit. Every --format streams
+    (tabulate's other styles need every row before the first, so they are not offered). On a
+    terminal, output longer than the screen goes through $PAGER (default: less -FRX).
 
     \b
     Examples:
       harnesskit inspect session.jsonl
+      harnesskit inspect session.jsonl | head -20
       harnesskit inspect session.jsonl --tree
       harnesskit inspect session.jsonl --leaf checkpoint-1 --context
       harnesskit inspect session.jsonl --stats --format github
@@ -85,93 +137,276 @@ def inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: boo
     """
     if sum([show_tree, show_context, show_stats]) > 1:
         raise Fail("choose one of --tree, --context, --stats")
-    session = open_for_reading(str(file), lambda path: load_session(path, fmt=source))
-    tree = session.tree
-    leaf = resolve_leaf(session, leaf_ref)
+    # Parsed JSON holds no cycles; with a million entries' columns alive, each full collection would
+    # walk them all again (the reader and the index pause it too).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _inspect(file, show_tree, leaf_ref, show_context, show_stats, fmt.lower(), as_json, width, no_pager, source)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: bool, show_stats: bool, fmt: str,
+             as_json: bool, width: int | None, no_pager: bool, source: str | None) -> None:
     cols = None if as_json else (width or render.terminal_width())
+    foreign = source not in (None, "pi") or (source is None and file.is_file() and _sniff(file) != "pi")
+    if foreign:  # another harness's file: its reader converts it whole (see session/formats)
+        session = open_for_reading(str(file), lambda path: load_session(path, fmt=source))
+    elif show_context or show_tree or leaf_ref is not None:
+        from harnesskit.session.index import load_for_continue  # its worker's imports: only where used
 
-    if show_stats:
-        stats = session_stats(tree)
-        if as_json:
-            echo(render.json_line(stats))
-            return
-        echo(header_line(session))
-        summary = [[k, stats[k]] for k in ("entries", "roots", "branch_points", "leaves", "depth", "cost")]
-        echo(render.tabulate([*summary], headers=["stat", "value"], tablefmt=fmt, disable_numparse=True))
-        for title, key in (("type", "types"), ("role", "roles"), ("tool", "tool_calls"), ("tokens", "tokens")):
-            if stats[key]:
-                echo()
-                echo(render.tabulate(list(stats[key].items()), headers=[title, "count"], tablefmt=fmt))
+        session = open_for_reading(str(file), load_for_continue)
+    elif show_stats:
+        lines = stats_lines(_open_stream(file), fmt, cols, as_json)
+    else:
+        stream = _open_stream(file)
+        lines = json_rows(stream) if as_json else table_rows(stream, fmt, cols)
+    if foreign or show_context or show_tree or leaf_ref is not None:
+        leaf = resolve_leaf(session, leaf_ref)
+        if show_context:
+            lines = context_lines(session, leaf if leaf_ref is not None else ..., fmt, cols, as_json)
+        elif show_tree:
+            lines = tree_lines(session, leaf_ref, leaf, cols, as_json)
+        elif show_stats:
+            lines = loaded_stats_lines(session, fmt, cols, as_json)
+        else:
+            lines = path_lines(session, leaf if leaf_ref is not None else None, fmt, cols, as_json)
+    try:
+        emit(lines, page=not no_pager)
+    except SessionError as error:  # a LazyDecodeError: a damaged line that indexing could not see
+        raise Fail(f"{error}; `harnesskit validate` shows every damaged line") from None
+
+
+def _sniff(file: Path) -> str:
+    from harnesskit.session.formats import sniff
+
+    return sniff(file)
+
+
+def _open_stream(file: Path) -> Stream:
+    try:
+        return open_stream(file)
+    except SessionError as error:
+        raise Fail(str(error)) from None
+
+
+def entries_of(stream: Stream) -> Iterator[tuple[int, dict, bytes]]:
+    """The entries in file order; the reader's warnings on stderr as they come, and the tree's
+    (duplicate ids, dangling parentIds, cycles) after the last entry, as `load_session` reports them."""
+    watch = TreeWatch()
+    add = watch.add
+    for item in stream.items():
+        if type(item) is Diagnostic:
+            warn_diagnostic(stream.path, item)
+            continue
+        entry = item[1]
+        add(entry.get("id"), entry.get("parentId"))
+        yield item
+    if watch.suspect:
+        for d in tree_diagnostics(stream.path):
+            warn_diagnostic(stream.path, d)
+
+
+def entries_layout(fmt: str, cols: int | None, line_width: int) -> table.Layout:
+    """Fixed widths: line numbers, 8-character ids (pi's; longer ones are cut), the type, and the
+    summary in what is left."""
+    kind = 21 if cols is None or cols >= 90 else 18 if cols >= 70 else 12
+    return table.flexible(fmt, COLUMNS, [max(4, line_width), 8, 8, kind, 0], RIGHT, 4, cols)
+
+
+def _row(line: int, entry: dict, room: int, label: str = "") -> list[str]:
+    entry_id, parent = entry.get("id"), entry.get("parentId")
+    return [str(line), shown((entry_id if type(entry_id) is str else "-") + label),
+            shown(parent) if type(parent) is str else "-", shown(render.entry_kind(entry)),
+            shown(render.entry_summary(entry, room))]  # escapes first: they take columns too
+
+
+def table_rows(stream: Stream, fmt: str, cols: int | None) -> Iterator[str]:
+    yield _fit(describe(stream.dialect, stream.header), cols)
+    layout = entries_layout(fmt, cols, len(str(max(stream.size // 20, 1))))
+    room = layout.widths[4]
+    yield from layout.head()
+    count, leaf, name = 0, None, None
+    row = layout.row
+    for line, entry, _ in entries_of(stream):
+        count += 1
+        leaf = entry.get("id")
+        if entry["type"] == "session_info" and isinstance(entry.get("name"), str):
+            name = entry["name"].strip() or None
+        yield row(_row(line, entry, room))
+    yield from layout.end()
+    yield _fit("  ".join([f"entries={count}", f"leaf={leaf if isinstance(leaf, str) else '-'}",
+                          *([f"name={name!r}"] if name else [])]), cols)
+
+
+def json_rows(stream: Stream) -> Iterator[str]:
+    yield render.json_line({"kind": "header", "line": stream.header_record.line, "dialect": str(stream.dialect),
+                            "header": stream.header})
+    raw = not stream.dialect.legacy  # each entry is its line as written: no need to encode it again
+    held: tuple[int, dict, bytes] | None = None
+    for item in entries_of(stream):  # one row behind: the last entry is the leaf
+        if held is not None:
+            yield json_text(held, False, raw)
+        held = item
+    if held is not None:
+        yield json_text(held, True, raw)
+
+
+def json_text(item: tuple[int, dict, bytes], leaf: bool, raw: bool) -> str:
+    line, entry, content = item
+    if not raw:
+        return render.json_line(json_row(line, entry, leaf))
+    head = render.json_line(json_row(line, entry, leaf, with_entry=False))
+    text = content.decode()
+    if b"\x7f" in content or b"\xc2" in content:  # DEL or C1, raw in a JSON string: as escapes (text.py)
+        text = escape_json(text)
+    return f'{head[:-1]},"entry":{text}}}'  # the line as written: exact JSON, not re-encoded
+
+
+def json_row(line: int, entry: dict, leaf: bool, label: object = ..., with_entry: bool = True) -> dict:
+    entry_id, parent = entry.get("id"), entry.get("parentId")
+    message = entry.get("message") if entry.get("type") == "message" else None
+    row = {
+        "kind": "entry",
+        "line": line,
+        "id": entry_id if isinstance(entry_id, str) else None,
+        "parentId": parent if isinstance(parent, str) else None,
+        "type": entry.get("type"),
+        "role": message.get("role") if isinstance(message, dict) else None,
+        "leaf": leaf,
+        "summary": table.fit(render.entry_summary(entry, JSON_SUMMARY), JSON_SUMMARY),
+    }
+    if label is not ...:
+        row["label"] = label
+    if with_entry:
+        row["entry"] = entry
+    return row
+
+
+def path_lines(session: Session, leaf: str | None, fmt: str, cols: int | None, as_json: bool) -> Iterator[str]:
+    """The path root -> `leaf` (None: every entry) of a loaded or indexed session (labels known), as a
+    table or JSON rows."""
+    tree = session.tree
+    if leaf is None:
+        path: Iterable[int] = range(len(tree))
+        leaf = tree.leaf_id
+    else:
+        path = tree.path(tree.by_id.get(leaf))
+    labels = tree.labels()
+    get = reader_of(session)
+    if as_json:
+        yield render.json_line({"kind": "header", "line": session.header_line, "dialect": str(session.dialect),
+                                "header": session.header})
+        for pos in path:
+            entry_id = tree.ids[pos]
+            yield render.json_line(json_row(tree.lines[pos], get(pos), entry_id == leaf, labels.get(entry_id or "")))
         return
+    yield _fit(header_line(session), cols)
+    widths = entries_layout(fmt, cols, len(str(max(tree.lines, default=1)))).widths
+    widths[1] = min(max([8, *(table.display_width(f"{t} [{n}]") for t, n in labels.items())]), 40)
+    layout = table.flexible(fmt, COLUMNS, widths, RIGHT, 4, cols)
+    yield from table.render(layout, (_row(tree.lines[pos], get(pos), layout.widths[4], _label(tree, pos, labels))
+                                     for pos in path))
 
-    if show_context:
-        # no --leaf: the file's last entry, even one without an id (pi: leafId undefined -> last entry)
-        context = build_context(tree, leaf if leaf_ref is not None else ...)
-        if as_json:
-            for message in context.messages:
-                echo(render.json_line(message))
-            return
-        echo(header_line(session))
-        model = context.model or {}
-        echo(f"context from leaf {context.leaf_id}: {len(context.messages)} messages, "
-                   f"model {model.get('provider')}/{model.get('modelId')}, thinking {context.thinking_level}")
-        rows = [[i + 1, m.get("role"), render.message_summary(m)] for i, m in enumerate(context.messages)]
-        echo(render.table(rows, ["#", "role", "content"], fmt, cols, 2))
-        return
 
+def _label(tree: Tree, pos: int, labels: dict[str, str]) -> str:
+    entry_id = tree.ids[pos]
+    return f" [{labels[entry_id]}]" if entry_id in labels else ""
+
+
+def tree_lines(session: Session, leaf_ref: str | None, leaf: str | None, cols: int | None,
+               as_json: bool) -> Iterator[str]:
+    tree = session.tree
     path = None if leaf_ref is None else tree.path(tree.by_id.get(leaf) if leaf else None)
     labels = tree.labels()
-    if show_tree:
-        if as_json:
-            kids = tree.children()
-            for pos in path if path is not None else range(len(tree)):
-                row = _row(session, pos, labels, leaf)
-                row["children"] = [tree.ids[c] for c in kids.get(pos, [])]
-                echo(render.json_line(row))
-            return
-        echo(header_line(session))
-        for line in render.draw_tree(tree, path, labels, leaf, cols):
-            echo(line)
-        return
-
-    positions = path if path is not None else range(len(tree))
+    get = reader_of(session)
     if as_json:
-        echo(render.json_line({"kind": "header", "line": session.header_line, "dialect": str(session.dialect),
-                                     "header": session.header}))
-        for pos in positions:
-            echo(render.json_line(_row(session, pos, labels, leaf)))
+        kids = tree.children()
+        for pos in path if path is not None else range(len(tree)):
+            entry_id = tree.ids[pos]
+            row = json_row(tree.lines[pos], get(pos), entry_id == leaf, labels.get(entry_id or ""))
+            row["children"] = [tree.ids[c] for c in kids.get(pos, [])]
+            yield render.json_line(row)
         return
-    echo(header_line(session))
-    echo(entries_table(session, path, fmt, cols))
+    yield _fit(header_line(session), cols)
+    yield from render.draw_tree(tree, path, labels, leaf, cols, entries_reader(session))
+
+
+def context_lines(session: Session, leaf: object, fmt: str, cols: int | None, as_json: bool) -> Iterator[str]:
+    # no --leaf: the file's last entry, even one without an id (pi: leafId undefined -> last entry)
+    context = build_context(session.tree, leaf)  # type: ignore[arg-type]
+    if as_json:
+        for message in context.messages:
+            yield render.json_line(message)
+        return
+    yield _fit(header_line(session), cols)
+    model = context.model or {}
+    yield _fit(f"context from leaf {context.leaf_id}: {len(context.messages)} messages, "
+               f"model {model.get('provider')}/{model.get('modelId')}, thinking {context.thinking_level}", cols)
+    room = 1000 if cols is None else cols
+    rows = [[str(i + 1), shown(str(m.get("role"))), shown(render.message_summary(m, room))]
+            for i, m in enumerate(context.messages)]
+    yield from table.render(table.fitted(fmt, ["#", "role", "content"], rows, [False, False, False], 2, cols), rows)
+
+
+def stats_lines(stream: Stream, fmt: str, cols: int | None, as_json: bool) -> Iterator[str]:
+    counter = StatsCounter()
+    ids: list[str | None] = []
+    parents: list[str | None] = []
+    types: list[str] = []
+    lines: list[int] = []
+    kinds: dict[str, str] = {}
+    previous: str | None = None
+    name = None
+    for item in stream.items():
+        if isinstance(item, Diagnostic):
+            warn_diagnostic(stream.path, item)
+            continue
+        line, entry, _ = item
+        counter.add(entry)
+        entry_id, parent = entry.get("id"), entry.get("parentId")
+        entry_id = entry_id if isinstance(entry_id, str) else None
+        ids.append(entry_id)
+        parents.append(previous if parent == previous else parent if isinstance(parent, str) else None)
+        kind = entry["type"]
+        types.append(kinds.setdefault(kind, kind))  # one string per type, not one per entry
+        lines.append(line)
+        previous = entry_id
+        if kind == "session_info" and isinstance(entry.get("name"), str):
+            name = entry["name"].strip() or None
+    tree = Tree.from_columns(ids, parents, types, lines, [])
+    for d in tree.diagnostics:
+        warn_diagnostic(stream.path, d)
+    yield from _stats_table(counter.result(tree), describe(stream.dialect, stream.header, len(tree), name), fmt, cols,
+                            as_json)
+
+
+def loaded_stats_lines(session: Session, fmt: str, cols: int | None, as_json: bool) -> Iterator[str]:
+    yield from _stats_table(session_stats(session.tree), header_line(session), fmt, cols, as_json)
+
+
+def _stats_table(stats: dict, head: str, fmt: str, cols: int | None, as_json: bool) -> Iterator[str]:
+    if as_json:
+        yield render.json_line(stats)
+        return
+    yield _fit(head, cols)
+    summary = [[k, str(stats[k])] for k in ("entries", "roots", "branch_points", "leaves", "depth", "cost")]
+    yield from table.render(table.fitted(fmt, ["stat", "value"], summary, [False, True]), summary)
+    for title, key in (("type", "types"), ("role", "roles"), ("tool", "tool_calls"), ("tokens", "tokens")):
+        if stats[key]:
+            yield ""
+            rows = [[shown(str(k)), str(v)] for k, v in stats[key].items()]
+            yield from table.render(table.fitted(fmt, [title, "count"], rows, [False, True], 0, cols), rows)
 
 
 def entries_table(session: Session, path: list[int] | None, fmt: str, cols: int | None) -> str:
-    """One row per entry (or per entry of `path`): line, id (+label), parent, type, summary."""
+    """One row per entry (or per entry of `path`) of a loaded session: line, id (+label), parent,
+    type, summary."""
     tree = session.tree
     labels = tree.labels()
-    rows = []
-    for pos in path if path is not None else range(len(tree)):
-        entry = session.entries[pos]
-        entry_id = tree.ids[pos] or "-"
-        label = f" [{labels[entry_id]}]" if entry_id in labels else ""
-        rows.append([session.lines[pos], entry_id + label, tree.parents[pos] or "-", render.entry_kind(entry),
-                     render.entry_summary(entry)])
-    return render.table(rows, ["line", "id", "parent", "type", "summary"], fmt, cols, 4)
-
-
-def _row(session: Session, pos: int, labels: dict[str, str], leaf: str | None) -> dict:
-    entry = session.entries[pos]
-    entry_id = session.tree.ids[pos]
-    message = entry.get("message") if entry.get("type") == "message" else None
-    return {
-        "kind": "entry",
-        "line": session.lines[pos],
-        "id": entry_id,
-        "parentId": session.tree.parents[pos],
-        "type": entry.get("type"),
-        "role": message.get("role") if isinstance(message, dict) else None,
-        "label": labels.get(entry_id or ""),
-        "leaf": entry_id == leaf,
-        "summary": render.entry_summary(entry),
-        "entry": entry,
-    }
+    positions = path if path is not None else range(len(tree))
+    room = 1000 if cols is None else cols
+    rows = [_row(tree.lines[pos], session.entries[pos], room, _label(tree, pos, labels)) for pos in positions]
+    return "\n".join(table.render(table.fitted(fmt, COLUMNS, rows, RIGHT, 4, cols), rows))

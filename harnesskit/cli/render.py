@@ -1,9 +1,11 @@
-"""Presentation: one-line summaries of entries, tables (tabulate), the branch tree, JSON rows."""
+"""Presentation: one-line summaries of entries, the branch tree, JSON rows (tables: table.py)."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 
 import orjson
 
@@ -12,11 +14,22 @@ from harnesskit.session.reader import room_for_depth
 from harnesskit.session.tree import Tree
 from harnesskit.text import escape_json, visible
 
+from .table import fit
+
 BASE_KEYS = {"type", "id", "parentId", "timestamp"}
 
 
-def one_line(text: str) -> str:
-    return " ".join(text.split())
+def one_line(text: str, limit: int | None = None) -> str:
+    """`text` on one line, whitespace collapsed; with a `limit`, only as much of it as shows more
+    than `limit` characters (so a megabyte tool output is never joined to show a row)."""
+    if limit is None or len(text) <= limit + 8:
+        return " ".join(text.split())
+    size = limit + 8
+    while True:
+        head = " ".join(text[:size].split())
+        if len(head) > limit or size >= len(text):
+            return head
+        size *= 4
 
 
 def compact(value: object) -> str:
@@ -30,52 +43,60 @@ def compact(value: object) -> str:
 
 
 def cut(text: str, width: int) -> str:
-    if width <= 0 or len(text) <= width:
-        return text
-    return text[: max(width - 1, 0)] + "…"
+    """At most `width` display columns (no cut for width <= 0)."""
+    return text if width <= 0 else fit(text, width)
 
 
-def blocks_text(content: object) -> str:
-    """The readable part of a content field: a string, or text/thinking/image/toolCall blocks."""
+def blocks_text(content: object, limit: int | None = None) -> str:
+    """The readable part of a content field: a string, or text/thinking/image/toolCall blocks.
+    With a `limit`, the blocks after the first `limit` characters are not read."""
     if isinstance(content, str):
-        return one_line(content)
+        return one_line(content, limit)
     if not isinstance(content, list):
         return ""
     parts: list[str] = []
+    size = 0
     for block in content:
+        if limit is not None and size > limit:
+            break
         if not isinstance(block, dict):
             continue
         kind = block.get("type")
         if kind == "text":
-            parts.append(one_line(str(block.get("text", ""))))
+            part = one_line(str(block.get("text", "")), limit)
         elif kind == "thinking":
-            parts.append("[thinking]")
+            part = "[thinking]"
         elif kind == "image":
-            parts.append(f"[image {block.get('mimeType', '')}]".replace(" ]", "]"))
+            part = f"[image {block.get('mimeType', '')}]".replace(" ]", "]")
         elif kind == "toolCall":
-            parts.append(f"→ {block.get('name')} {compact(block.get('arguments', {}))}")
+            arguments = compact(block.get("arguments", {}))
+            part = f"→ {block.get('name')} {arguments if limit is None else arguments[: limit + 1]}"
         else:
-            parts.append(f"[{kind}]")
-    return " ".join(p for p in parts if p)
+            part = f"[{kind}]"
+        if part:
+            parts.append(part)
+            size += len(part) + 1
+    return " ".join(parts)
 
 
-def message_summary(message: object) -> str:
+def message_summary(message: object, limit: int | None = None) -> str:
+    """One line; with a `limit`, at least its first `limit` characters (more may follow: cut it)."""
     if not isinstance(message, dict):
         return "(no message)"
     role = message.get("role")
     if role == "toolResult":
         mark = "✗" if message.get("isError") else "→"
-        return f"{message.get('toolName')} {mark} {blocks_text(message.get('content'))}"
+        return f"{message.get('toolName')} {mark} {blocks_text(message.get('content'), limit)}"
     if role == "bashExecution":
-        return f"$ {one_line(str(message.get('command', '')))} → exit {message.get('exitCode')}"
+        return f"$ {one_line(str(message.get('command', '')), limit)} → exit {message.get('exitCode')}"
     if role in ("branchSummary", "compactionSummary"):
-        return one_line(str(message.get("summary", "")))
-    text = blocks_text(message.get("content"))
+        return one_line(str(message.get("summary", "")), limit)
+    text = blocks_text(message.get("content"), limit)
     if role == "assistant":
         stop = message.get("stopReason")
         if stop in ("error", "aborted"):
             detail = message.get("errorMessage") or stop
-            text = f"[{stop}: {one_line(str(detail))}] {text}".rstrip()
+            text = f"[{stop}: {one_line(str(detail), limit)}] {text}".rstrip()
     return text
 
 
@@ -85,30 +106,31 @@ def entry_kind(entry: dict) -> str:
     return str(entry.get("type"))
 
 
-def entry_summary(entry: dict) -> str:
+def entry_summary(entry: dict, limit: int | None = None) -> str:
+    """One line; with a `limit`, at least its first `limit` characters (more may follow: cut it)."""
     kind = entry.get("type")
     if kind == "message":
-        return message_summary(entry.get("message"))
+        return message_summary(entry.get("message"), limit)
     if kind == "model_change":
         return f"{entry.get('provider')}/{entry.get('modelId')}"
     if kind == "thinking_level_change":
         return str(entry.get("thinkingLevel"))
     if kind == "compaction":
         return (f"kept from {entry.get('firstKeptEntryId')}, {entry.get('tokensBefore')} tokens before: "
-                f"{one_line(str(entry.get('summary', '')))}")
+                f"{one_line(str(entry.get('summary', '')), limit)}")
     if kind == "branch_summary":
-        return f"from {entry.get('fromId')}: {one_line(str(entry.get('summary', '')))}"
+        return f"from {entry.get('fromId')}: {one_line(str(entry.get('summary', '')), limit)}"
     if kind == "custom":
-        return f"{entry.get('customType')} {compact(entry.get('data'))}"
+        return f"{entry.get('customType')} {compact(entry.get('data'))[: None if limit is None else limit + 1]}"
     if kind == "custom_message":
-        return f"{entry.get('customType')}: {blocks_text(entry.get('content'))}"
+        return f"{entry.get('customType')}: {blocks_text(entry.get('content'), limit)}"
     if kind == "label":
         label = entry.get("label")
         return f"{entry.get('targetId')} ← {label}" if label else f"{entry.get('targetId')} label cleared"
     if kind == "session_info":
         return f"name: {entry.get('name')}"
     extra = {k: v for k, v in entry.items() if k not in BASE_KEYS}
-    return compact(extra)
+    return compact(extra)[: None if limit is None else limit + 1]
 
 
 def terminal_width() -> int:
@@ -133,16 +155,6 @@ def _cell(value: object) -> object:
     return value
 
 
-def table(rows: list[list[object]], headers: list[str], fmt: str, width: int | None, cut_col: int) -> str:
-    """A tabulate table whose `cut_col` is shortened so each row fits `width` (None: no cutting)."""
-    rows = [[visible(str(c)) for c in r] for r in rows]
-    if width is not None and rows:
-        others = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers)) if i != cut_col]
-        room = max(width - sum(others) - 2 * len(headers) - 2, 16)
-        rows = [[cut(str(c), room) if i == cut_col else c for i, c in enumerate(r)] for r in rows]
-    return tabulate(rows, headers=headers, tablefmt=fmt, disable_numparse=True)
-
-
 def by_time(tree: Tree, siblings: list[int]) -> list[int]:
     """Siblings oldest first, as pi's getTree sorts them; equal or unreadable times keep file order."""
     def key(pos: int) -> tuple[bool, int]:
@@ -153,46 +165,78 @@ def by_time(tree: Tree, siblings: list[int]) -> list[int]:
 
 
 def draw_tree(tree: Tree, positions: Iterable[int] | None, labels: dict[str, str], leaf: str | None,
-              width: int | None) -> Iterator[str]:
+              width: int | None, entries_at: Callable[[list[int]], Iterable[dict]] | None = None) -> Iterator[str]:
     """The branch structure: a chain stays flat, each fork indents its branches. Iterative, so a
-    million-deep chain draws without recursion."""
+    million-deep chain draws without recursion. `entries_at` reads the entries at some positions
+    (default tree.entries[pos]; a big lazily indexed file passes a reader that keeps none)."""
+    read = entries_at or (lambda batch: map(tree.entries.__getitem__, batch))
+    walk = _walk(tree, positions)
+    while batch := list(itertools.islice(walk, 4096)):  # read in drawing order, a batch at a time
+        for (pos, lead), entry in zip(batch, read([pos for pos, _ in batch]), strict=True):
+            if width and len(lead) > width // 2:  # nested deeper than half the line: its last levels only
+                lead = "…" + lead[len(lead) - width // 2 + 1:]
+            entry_id = tree.ids[pos] or "?"
+            marks = f" [{labels[entry_id]}]" if entry_id in labels else ""
+            if entry_id == leaf:
+                marks += " ← leaf"
+            text = visible(f"{lead}{entry_id} {entry_kind(entry)}{marks}: {entry_summary(entry, width)}")
+            yield cut(text, width) if width else text
+
+
+def _walk(tree: Tree, positions: Iterable[int] | None) -> Iterator[tuple[int, str]]:
+    """(position, lead of its line) in drawing order, each entry once. The children lists are three
+    arrays of positions (first child, next sibling, last child), not a dict of a million lists."""
     allowed = None if positions is None else set(positions)
-    kids = tree.children()
+    n = len(tree)
+    first, after, last = array("l", [-1]) * n, array("l", [-1]) * n, array("l", [-1]) * n
+    roots: list[int] = []
+    for pos in range(n):  # file order: each parent's children in file order, as Tree.children()
+        parent = tree.parent_pos(pos)
+        if parent is None:
+            roots.append(pos)
+        elif first[parent] < 0:
+            first[parent] = last[parent] = pos
+        else:
+            after[last[parent]] = pos
+            last[parent] = pos
 
-    def branches(children: list[int], prefix: str) -> list[tuple[int, str, str]]:
+    def branches(pos: int, prefix: str) -> list[tuple[int, str, str]]:
         """Stack items (position, lead of its own line, prefix of its descendants), first on top."""
-        children = [c for c in children if allowed is None or c in allowed]
-        if len(children) == 1:
-            return [(children[0], prefix, prefix)]
-        children = by_time(tree, children)
-        items = []
-        for i, child in enumerate(children):
-            last = i == len(children) - 1
-            items.append((child, prefix + ("└─ " if last else "├─ "), prefix + ("   " if last else "│  ")))
-        return items[::-1]
+        children = []
+        child = first[pos]
+        while child >= 0:
+            if allowed is None or child in allowed:
+                children.append(child)
+            child = after[child]
+        return _stacked(tree, children, prefix)
 
-    stack = branches(kids.get(None, []), "")
-    drawn: set[int] = set()
-    unreached = iter(range(len(tree)))
+    stack = _stacked(tree, [c for c in roots if allowed is None or c in allowed], "")
+    drawn = bytearray(n)
+    unreached = iter(range(n))
     while True:
         if not stack:
             # entries no root reaches (a parentId cycle): each starts a tree of its own, drawn once
-            start = next((p for p in unreached if p not in drawn and (allowed is None or p in allowed)), None)
+            start = next((p for p in unreached if not drawn[p] and (allowed is None or p in allowed)), None)
             if start is None:
                 break
             stack = [(start, "", "")]
         pos, lead, prefix = stack.pop()
-        if pos in drawn:
+        if drawn[pos]:
             continue
-        drawn.add(pos)
-        entry = tree.entries[pos]
-        entry_id = tree.ids[pos] or "?"
-        marks = f" [{labels[entry_id]}]" if entry_id in labels else ""
-        if entry_id == leaf:
-            marks += " ← leaf"
-        text = visible(f"{lead}{entry_id} {entry_kind(entry)}{marks}: {entry_summary(entry)}")
-        yield cut(text, width) if width else text
-        stack.extend(branches(kids.get(pos, []), prefix))
+        drawn[pos] = 1
+        yield pos, lead
+        stack.extend(branches(pos, prefix))
+
+
+def _stacked(tree: Tree, children: list[int], prefix: str) -> list[tuple[int, str, str]]:
+    if len(children) == 1:
+        return [(children[0], prefix, prefix)]
+    children = by_time(tree, children)
+    items = []
+    for i, child in enumerate(children):
+        end = i == len(children) - 1
+        items.append((child, prefix + ("└─ " if end else "├─ "), prefix + ("   " if end else "│  ")))
+    return items[::-1]
 
 
 def json_line(obj: object) -> str:

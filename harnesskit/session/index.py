@@ -32,7 +32,7 @@ import itertools
 import operator
 import os
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -68,6 +68,7 @@ class LazyEntries(Sequence):
         self._n = len(offsets)  # entries appended later (a live chat) live in tree.py's _Extended
         self._cache: dict[int, dict] = {}
         self._fp = None
+        self.cache_limit = _CACHE_LIMIT  # 0: decode every time (a scan of every entry keeps none)
 
     def __len__(self) -> int:
         return self._n
@@ -82,11 +83,65 @@ class LazyEntries(Sequence):
         entry = self._cache.get(pos)
         if entry is None:
             entry = self._decode(pos)
-            if len(self._cache) < _CACHE_LIMIT:
+            if len(self._cache) < self.cache_limit:
                 self._cache[pos] = entry
         return entry
 
+    def decode_line(self, pos: int) -> tuple[dict, bytes]:
+        """Entry `pos`, checked against its index row as `_decode` checks it, and its raw line."""
+        raw = self._read(pos)
+        return self._check(pos, raw), raw
+
+    def decode_lines(self, positions: Sequence[int]) -> Iterator[tuple[dict, bytes]]:
+        """`decode_line` for many positions in file order (a path), read in runs (see `raw_lines`)."""
+        for pos, content in zip(positions, self.raw_lines(positions), strict=True):
+            yield self._quick_check(pos, content), content
+
+    def raw_lines(self, positions: Sequence[int], chunk: int = 1 << 22) -> Iterator[bytes]:
+        """The lines of many entries (without line ends), not parsed: runs of adjacent entries are
+        read in one pread of up to `chunk` bytes instead of one per entry."""
+        offsets, n, fd = self._offsets, self._n, None
+        i = 0
+        while i < len(positions):
+            start = positions[i]
+            j = i
+            while (j + 1 < len(positions) and positions[j + 1] == positions[j] + 1 and positions[j + 1] + 1 < n
+                   and offsets[positions[j + 1] + 1] - offsets[start] <= chunk):
+                j += 1
+            last = positions[j]
+            if last + 1 >= n or j == i:
+                yield self._read(start)
+                i += 1
+                continue
+            if fd is None:
+                if self._fp is None:
+                    self._fp = open_binary(self.path)
+                fd = self._fp.fileno()
+            base = offsets[start]
+            block = os.pread(fd, offsets[last + 1] - base, base)
+            for pos in positions[i: j + 1]:
+                raw = block[offsets[pos] - base: offsets[pos + 1] - base]
+                raw = raw[: raw.find(b"\n") + 1] or raw
+                content = raw[:-1] if raw.endswith(b"\n") else raw
+                yield content[:-1] if content.endswith(b"\r") else content
+            i = j + 1
+
+    def _quick_check(self, pos: int, content: bytes) -> dict:
+        """`_check`, with the common case (orjson parses an entry that matches its row) inline."""
+        try:
+            value = orjson.loads(content)
+        except orjson.JSONDecodeError:
+            return self._check(pos, content)
+        if (type(value) is dict and type(value.get("type")) is str and value["type"] == self._types[pos]
+                and value.get("id") == self._ids[pos] and value.get("parentId") == self._parents[pos]
+                and self._ids[pos] is not None):
+            return value
+        return self._check(pos, content)
+
     def _decode(self, pos: int) -> dict:
+        return self._check(pos, self._read(pos))
+
+    def _read(self, pos: int) -> bytes:
         if self._fp is None:
             self._fp = open_binary(self.path)
         fp = self._fp
@@ -98,8 +153,9 @@ class LazyEntries(Sequence):
             fp.seek(start)
             raw = fp.readline()
         content = raw[:-1] if raw.endswith(b"\n") else raw
-        if content.endswith(b"\r"):
-            content = content[:-1]
+        return content[:-1] if content.endswith(b"\r") else content
+
+    def _check(self, pos: int, content: bytes) -> dict:
         value, code, reason = parse_line(content)
         if code is None:
             problem = classify(value)

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .fork import has_reply
-from .loader import Session, SessionError, load_session
+from .formats import sniff
+from .loader import Session, SessionError, load_session, open_binary
+from .stream import read_header
 from .writer import SessionLocked, create_synced, encode, lock_holder
 
 
@@ -25,13 +27,20 @@ class MigrationRefused(Exception):
 class Plan:
     path: Path
     source: str  # the dialect, e.g. "pi v1"
-    entries: int
+    entries: int | None  # None: not counted (a v3 file, whose entries are not read)
     needed: bool
     replied: bool = True  # has an assistant message: without one, pi damages the file when continuing it
 
 
-def plan(path: Path) -> tuple[Plan, Session]:
+def plan(path: Path) -> tuple[Plan, Session | None]:
+    """What migrating `path` means. A v3 file is judged by its header alone (nothing to migrate: its
+    entries are not read); a legacy one is read in full (None: no session, nothing to do)."""
     try:
+        if not path.is_file() or sniff(path) == "pi":  # (a FIFO is not sniffed: that would eat its lines)
+            with open_binary(path) as fp:
+                dialect = read_header(fp, path)[1]
+            if not dialect.legacy:
+                return Plan(path, str(dialect), None, False), None
         session = load_session(path, exact=True)
     except SessionError as error:
         raise MigrationRefused(str(error)) from None
@@ -53,7 +62,7 @@ def plan(path: Path) -> tuple[Plan, Session]:
 def migrate_file(path: Path) -> Plan:
     """Rewrite one legacy file as v3; a v3 file is left untouched (migrating is idempotent)."""
     result, session = plan(path)
-    if not result.needed:
+    if not result.needed or session is None:
         return result
     backup = path.with_name(path.name + ".bak")
     if backup.exists():

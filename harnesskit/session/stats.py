@@ -1,11 +1,18 @@
-"""Counts over a whole session: what `inspect --stats` reports."""
+"""Counts over a whole session: what `inspect --stats` reports, counted entry by entry.
+
+`StatsCounter` takes the entries one at a time (keeping none of them: only the id, parent and type
+columns for the tree's shape), so `--stats` streams; `session_stats(tree)` counts a loaded tree.
+"""
 
 from __future__ import annotations
 
 import math
+from array import array
 from collections import Counter
 
 from .tree import Tree
+
+TOKEN_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
 
 
 def _number(value: object) -> int | float:
@@ -25,62 +32,89 @@ def _add(total: int | float, value: int | float) -> int | float:
     return result if isinstance(result, int) or math.isfinite(result) else int(total) + int(value)
 
 
-TOKEN_KEYS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
+class StatsCounter:
+    def __init__(self) -> None:
+        self.types: Counter[str] = Counter()
+        self.roles: Counter[str] = Counter()
+        self.tools: Counter[str] = Counter()
+        self.tokens: dict[str, int | float] = dict.fromkeys(TOKEN_KEYS, 0)
+        self.cost: int | float = 0.0
 
-
-def session_stats(tree: Tree) -> dict:
-    types: Counter[str] = Counter()
-    roles: Counter[str] = Counter()
-    tools: Counter[str] = Counter()
-    tokens: dict[str, int | float] = dict.fromkeys(TOKEN_KEYS, 0)
-    cost: int | float = 0.0
-    for pos, kind in enumerate(tree.types):
-        types[kind] += 1
+    def add(self, entry: dict) -> None:
+        kind = entry["type"]
+        self.types[kind] += 1
         if kind != "message":
-            continue
-        message = tree.entries[pos].get("message")
+            return
+        message = entry.get("message")
         if not isinstance(message, dict):
-            continue
-        roles[str(message.get("role"))] += 1
-        if message.get("role") != "assistant":
-            continue
+            return
+        role = message.get("role")
+        self.roles[str(role)] += 1
+        if role != "assistant":
+            return
         content = message.get("content")
         for block in content if isinstance(content, list) else []:
             if isinstance(block, dict) and block.get("type") == "toolCall":
-                tools[str(block.get("name"))] += 1
+                self.tools[str(block.get("name"))] += 1
         usage = message.get("usage")
         if isinstance(usage, dict):
+            tokens = self.tokens
             for key in TOKEN_KEYS:
                 tokens[key] = _add(tokens[key], _number(usage.get(key)))
             if isinstance(usage.get("cost"), dict):
-                cost = _add(cost, _number(usage["cost"].get("total")))
-    kids = tree.children()
-    leaves = [pos for pos in range(len(tree)) if pos not in kids]
-    branch_points = sum(1 for parent, children in kids.items() if parent is not None and len(children) > 1)
-    return {
-        "entries": len(tree),
-        "types": dict(types.most_common()),
-        "roles": dict(roles.most_common()),
-        "branch_points": branch_points,
-        "leaves": len(leaves),
-        "roots": len(kids.get(None, [])),
-        "depth": _depth(tree),
-        "tool_calls": dict(tools.most_common()),
-        "tokens": {k: int(tokens[k]) for k in TOKEN_KEYS},
-        "cost": round(cost, 6),
-    }
+                self.cost = _add(self.cost, _number(usage["cost"].get("total")))
+
+    def result(self, tree: Tree) -> dict:
+        """The counts, with the shape of `tree` (built from the same entries' columns)."""
+        roots, leaves, branch_points = _shape(tree)
+        return {
+            "entries": len(tree),
+            "types": dict(self.types.most_common()),
+            "roles": dict(self.roles.most_common()),
+            "branch_points": branch_points,
+            "leaves": leaves,
+            "roots": roots,
+            "depth": _depth(tree),
+            "tool_calls": dict(self.tools.most_common()),
+            "tokens": {k: int(self.tokens[k]) for k in TOKEN_KEYS},
+            "cost": round(self.cost, 6),
+        }
+
+
+def session_stats(tree: Tree) -> dict:
+    counter = StatsCounter()
+    for pos in range(len(tree)):
+        if tree.types[pos] == "message":
+            counter.add(tree.entries[pos])
+        else:
+            counter.types[tree.types[pos]] += 1
+    return counter.result(tree)
+
+
+def _shape(tree: Tree) -> tuple[int, int, int]:
+    """(roots, leaves, branch points) as Tree.children() counts them, in arrays, not a dict of lists."""
+    kids = array("l", [0]) * len(tree)
+    roots = 0
+    for pos in range(len(tree)):
+        parent = tree.parent_pos(pos)
+        if parent is None:
+            roots += 1
+        else:
+            kids[parent] += 1
+    leaves = kids.count(0)
+    return roots, leaves, len(kids) - leaves - kids.count(1)
 
 
 def _depth(tree: Tree) -> int:
     """The longest root -> entry path, computed in file order (parents usually come first)."""
-    depth: dict[int, int] = {}
+    depth = array("l", [0]) * len(tree)
     best = 0
     for pos in range(len(tree)):
         parent = tree.parent_pos(pos)
         if parent is None or parent >= pos:
             d = 1 if parent is None else len(tree.path(pos))
         else:
-            d = depth.get(parent, 0) + 1
+            d = depth[parent] + 1
         depth[pos] = d
         best = max(best, d)
     return best

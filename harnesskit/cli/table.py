@@ -1,0 +1,188 @@
+"""Tables rendered row by row with widths fixed up front, measured in display width.
+
+tabulate needs every row before it prints the first (it computes widths and infers a type for every
+cell); a session can have a million rows. Here the widths are chosen first (from the terminal, or
+from the rows when a small table has them all), so each row is one line printed as it comes, cut to
+fit: CJK and other wide characters count two columns, combining marks none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+#: the --format choices: every one streams (tabulate's other formats need the whole table first)
+FORMATS = ("simple", "plain", "github", "grid", "psql", "tsv")
+ELLIPSIS = "…"
+
+
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+@lru_cache(maxsize=4096)
+def char_width(ch: str) -> int:
+    from wcwidth import wcwidth  # imported at the first wide character: it costs a tenth of a second
+
+    return max(wcwidth(ch), 0)
+
+
+def display_width(text: str) -> int:
+    if text.isascii() or max(text) < "\u0300":  # below the combining marks every character is one column
+        return len(text)
+    others = _NOT_ASCII.findall(text)  # found in C: the ASCII majority costs nothing here
+    return len(text) - len(others) + sum(map(char_width, others))
+
+
+def fit(text: str, width: int) -> str:
+    """`text` cut to at most `width` display columns, an ellipsis marking the cut. Only the first
+    `width` characters are measured, so a long text costs no more than a short one."""
+    return _fit(text, width)[0]
+
+
+def _fit(text: str, width: int) -> tuple[str, int]:
+    """(`text` cut to `width` columns, its display width)."""
+    if width <= 0:
+        return "", 0
+    n = len(text)
+    if text.isascii():
+        return (text, n) if n <= width else (text[: width - 1] + ELLIPSIS, width)
+    end = min(n, width)
+    used = display_width(text[:end])
+    if end == n and used <= width:
+        return text, used
+    while end and used > width - 1:
+        end -= 1
+        used -= char_width(text[end])
+    return text[:end] + ELLIPSIS, used + 1
+
+
+def pad(text: str, width: int, right: bool = False) -> str:
+    gap = width - display_width(text)
+    if gap <= 0:
+        return text
+    return " " * gap + text if right else text + " " * gap
+
+
+@dataclass
+class Layout:
+    """A table's format and column widths; `head()`, `row(cells)` and `end()` give its lines."""
+
+    fmt: str
+    widths: list[int]
+    right: Sequence[bool]  # right-aligned columns (numbers)
+    headers: Sequence[str]
+    _made: str = field(default="", repr=False)
+    _made_for: list[int] = field(default_factory=list, repr=False)
+
+    def _cells(self, cells: Sequence[str]) -> list[str]:
+        out = []
+        for c, w, r in zip(cells, self.widths, self.right, strict=True):
+            if c.isascii():  # the common case, in C: cut and pad by length
+                if len(c) > w:
+                    c = c[: w - 1] + ELLIPSIS if w > 0 else ""
+                out.append(c.rjust(w) if r else c.ljust(w))
+            else:
+                c, used = _fit(c, w)
+                gap = " " * (w - used)
+                out.append(gap + c if r else c + gap)
+        return out
+
+    def _rule(self, fill: str, edge: str, cross: str) -> str:
+        return edge + cross.join(fill * (w + 2) for w in self.widths) + edge
+
+    def _template(self) -> str:
+        """A str.format template for every column but the last, with the separator after it: a row
+        whose first cells are ASCII (the common case) is formatted in C."""
+        if self._made_for != self.widths:
+            specs = [f"{{{i}:{'>' if r else '<'}{w}}}" for i, (w, r) in enumerate(zip(self.widths[:-1], self.right,
+                                                                                        strict=False))]
+            boxed = self.fmt not in ("simple", "plain")
+            self._made = "| " + " | ".join(specs) + " | " if boxed else "  ".join(specs) + "  "
+            self._made_for = list(self.widths)
+        return self._made
+
+    def line(self, cells: Sequence[str]) -> str:
+        if self.fmt == "tsv":
+            return "\t".join(fit(c, w) for c, w in zip(cells, self.widths, strict=True))
+        first = cells[:-1]
+        if "".join(first).isascii():
+            widths = self.widths
+            cut = [c if len(c) <= w else c[: w - 1] + ELLIPSIS for c, w in zip(first, widths, strict=False)]
+            last, used = _fit(cells[-1], widths[-1])
+            gap = " " * (widths[-1] - used)
+            if self.fmt in ("simple", "plain"):
+                return self._template().format(*cut) + (gap + last if self.right[-1] else last)
+            return self._template().format(*cut) + (gap + last if self.right[-1] else last + gap) + " |"
+        padded = self._cells(cells)
+        if self.fmt in ("simple", "plain"):
+            return "  ".join(padded).rstrip()
+        return "| " + " | ".join(padded) + " |"
+
+    def head(self) -> list[str]:
+        top = self.line(self.headers)
+        if self.fmt == "simple":
+            return [top, "  ".join("-" * w for w in self.widths)]
+        if self.fmt == "github":
+            return [top, self._rule("-", "|", "|")]
+        if self.fmt == "psql":
+            return [self._rule("-", "+", "+"), top, self._rule("-", "|", "+")]
+        if self.fmt == "grid":
+            return [self._rule("-", "+", "+"), top, self._rule("=", "+", "+")]
+        return [top]
+
+    def row(self, cells: Sequence[str]) -> str:
+        text = self.line(cells)
+        return text + "\n" + self._rule("-", "+", "+") if self.fmt == "grid" else text
+
+    def end(self) -> list[str]:
+        return [self._rule("-", "+", "+")] if self.fmt == "psql" else []
+
+    def overhead(self) -> int:
+        """Columns a row takes besides its cells."""
+        n = len(self.widths)
+        if self.fmt == "tsv":
+            return n - 1
+        if self.fmt in ("simple", "plain"):
+            return 2 * (n - 1)
+        return 3 * (n - 1) + 4
+
+
+def flexible(fmt: str, headers: Sequence[str], widths: list[int], right: Sequence[bool], flex: int,
+             total: int | None, minimum: int = 10) -> Layout:
+    """A layout whose column `flex` takes what `total` columns leave (None: no limit, 1000 columns)."""
+    layout = Layout(fmt, [*widths], right, headers)
+    if total is None:
+        layout.widths[flex] = 1000
+        return layout
+    least = max(minimum, display_width(headers[flex]))
+    sized = layout.widths
+    # too narrow for every column at its width: the widest of the others give way first (to 8 columns)
+    while sum(w for i, w in enumerate(sized) if i != flex) + layout.overhead() + least > total:
+        widest = max((i for i in range(len(sized)) if i != flex), key=sized.__getitem__)
+        if sized[widest] <= 8:
+            break
+        sized[widest] -= 1
+    others = sum(w for i, w in enumerate(sized) if i != flex)
+    sized[flex] = max(total - others - layout.overhead(), least)
+    return layout
+
+
+def fitted(fmt: str, headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool],
+           flex: int | None = None, total: int | None = None) -> Layout:
+    """A layout for rows that are all known: each column as wide as its widest cell; column `flex`
+    (if given) is cut so a row fits `total`."""
+    widths = [max([display_width(h), *(display_width(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    if flex is None:
+        return Layout(fmt, widths, right, headers)
+    layout = flexible(fmt, headers, widths, right, flex, total)
+    layout.widths[flex] = min(layout.widths[flex], widths[flex])
+    return layout
+
+
+def render(layout: Layout, rows: Iterable[Sequence[str]]) -> Iterable[str]:
+    yield from layout.head()
+    for cells in rows:
+        yield layout.row(cells)
+    yield from layout.end()

@@ -1,0 +1,168 @@
+"""A session read entry by entry, in the memory of one line: what the full reader sees, in order.
+
+`open_stream(path)` reads up to the header (so a refused file fails before anything is shown) and
+returns a `Stream` whose `items()` yields the reader's diagnostics and the migrated entries exactly as
+`load_session` collects them, without keeping them. `TreeWatch` notices, with one small int or string
+per entry, whether the tree has anything to report (a duplicate id, a parentId that is not an earlier
+entry's id); only then `tree_diagnostics` reads the file again for the full reader's tree diagnostics.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import orjson
+
+from .format import is_header
+from .loader import accept_header, no_header, open_binary
+from .migrate import Dialect, Migrator, migrate_header
+from .reader import BOM, Diagnostic, Record, read_records
+from .tree import Tree
+
+__all__ = ["Stream", "TreeWatch", "open_stream", "read_header", "tree_diagnostics"]
+
+
+def read_header(fp: BinaryIO, path: Path) -> tuple[Record, Dialect, list[Diagnostic], int]:
+    """Read `fp` up to its header line, and no further: (header, dialect, diagnostics before it, the
+    offset of the next line). Raises SessionError as `load_session` does (no header, not a header
+    first, a version too new)."""
+    diagnostics: list[Diagnostic] = []
+    offset = 0
+    for number, raw in enumerate(iter(fp.readline, b""), 1):  # readline: the file stops after the header
+        terminated = raw.endswith(b"\n")
+        content = raw[:-1] if terminated else raw
+        if content.endswith(b"\r"):
+            content = content[:-1]
+        if number == 1 and content.startswith(BOM):
+            content = content[3:]
+        for item in read_records(((number, offset, content, terminated),), from_start=True):  # no object yet
+            if isinstance(item, Diagnostic):
+                diagnostics.append(item)
+            else:
+                return item, accept_header(path, item), diagnostics, offset + len(raw)
+        offset += len(raw)
+    raise no_header(path, os.fstat(fp.fileno()).st_size, diagnostics)
+
+
+@dataclass
+class Stream:
+    path: Path
+    header: dict  # the v3 form
+    header_record: Record
+    dialect: Dialect
+    size: int  # bytes, when opened
+    _fp: BinaryIO
+    _before: list[Diagnostic]
+    _next_line: int  # the number of the line after the header
+    _offset: int  # and its offset (a FIFO cannot tell)
+
+    def items(self) -> Iterator[tuple[int, dict, bytes] | Diagnostic]:
+        """(line number, v3 entry, the line's bytes) or a Diagnostic, in file order; closes the file
+        when done. A line that parses into an entry at once is taken here; every other line goes
+        through the reader, for exactly its diagnostics."""
+        try:
+            yield from self._before
+            migrator = Migrator(self.header_record.obj, self.dialect) if self.dialect.legacy else None
+            first = self.header_record.line
+            loads, decode_error = orjson.loads, orjson.JSONDecodeError
+            fp = self._fp
+            offset = self._offset
+            for number, raw in enumerate(fp, self._next_line):
+                size = len(raw)
+                terminated = raw[-1:] == b"\n"
+                content = raw[:-1] if terminated else raw
+                if content[-1:] == b"\r":
+                    content = content[:-1]
+                try:
+                    value = loads(content) if terminated else None  # the reader warns of a missing newline
+                except decode_error:
+                    value = None
+                kind = value.get("type") if type(value) is dict else None
+                if type(kind) is str and kind != "session" and kind != "header":  # else: maybe a header
+                    yield number, value if migrator is None else migrator.entry(value, number), content
+                    offset += size
+                    continue
+                for item in read_records(((number, offset, content, terminated),)):
+                    if isinstance(item, Diagnostic):
+                        yield item
+                    elif is_header(item.obj):
+                        yield Diagnostic(item.line, item.offset, f"a second header (first on line {first}); "
+                                         "ignored", "extra-header")
+                    else:
+                        yield number, item.obj if migrator is None else migrator.entry(item.obj, number), content
+                offset += size
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._fp.close()
+
+
+def open_stream(path: str | os.PathLike[str]) -> Stream:
+    """Open a session to read entry by entry (see the module doc). Raises SessionError."""
+    p = Path(path)
+    fp = open_binary(p)
+    try:
+        header, dialect, before, offset = read_header(fp, p)
+    except BaseException:
+        fp.close()
+        raise
+    size = os.fstat(fp.fileno()).st_size
+    return Stream(p, migrate_header(header.obj, dialect), header, dialect, size, fp, before, header.line + 1, offset)
+
+
+class TreeWatch:
+    """Whether the tree of a streamed session has a diagnostic, decided without keeping the entries:
+    with every parentId naming an earlier entry and no id twice, there is no duplicate, no dangling
+    parentId and no cycle (every link points back)."""
+
+    def __init__(self) -> None:
+        self._seen: set[int | str] = set()
+        self._last: object = None
+        self.suspect = False
+
+    def add(self, entry_id: object, parent: object) -> None:
+        seen = self._seen
+        if parent is not None and (parent != self._last or type(parent) is not str):
+            if type(parent) is str and _key(parent) not in seen:  # (a non-string parentId is a root's)
+                self.suspect = True
+        if type(entry_id) is str:
+            key = _key(entry_id)
+            if key in seen:
+                self.suspect = True
+            seen.add(key)
+            self._last = entry_id
+        else:
+            self._last = None
+
+
+def _key(entry_id: str) -> int | str:
+    """pi's 8-hex ids as ints: a set of a million of them takes half the memory of the strings."""
+    if len(entry_id) == 8 and not entry_id.strip("0123456789abcdef"):
+        return int(entry_id, 16)  # one-to-one on these ids; every other id stays a string
+    return entry_id
+
+
+def tree_diagnostics(path: str | os.PathLike[str]) -> list[Diagnostic]:
+    """The tree diagnostics `load_session` reports (duplicates, dangling parentIds, cycles), from a
+    second pass that keeps only the id, parent and type columns."""
+    stream = open_stream(path)
+    ids: list[str | None] = []
+    parents: list[str | None] = []
+    types: list[str] = []
+    lines: list[int] = []
+    for item in stream.items():
+        if isinstance(item, Diagnostic):
+            continue
+        line, entry, _ = item
+        entry_id, parent = entry.get("id"), entry.get("parentId")
+        ids.append(entry_id if isinstance(entry_id, str) else None)
+        parents.append(parent if isinstance(parent, str) else None)
+        types.append(entry["type"])
+        lines.append(line)
+    return Tree.from_columns(ids, parents, types, lines, []).diagnostics
+
