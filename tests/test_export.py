@@ -164,7 +164,8 @@ def listener():
 
 
 @pytest.fixture
-def browser():
+def browser(tmp_path_factory: pytest.TempPathFactory):
+    """Headless Chromium whose profile and scratch files stay in this test run's temporary directory."""
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
@@ -173,9 +174,12 @@ def browser():
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,900",
                 "--disable-dev-shm-usage"):
         options.add_argument(arg)
+    scratch = tmp_path_factory.mktemp("chromium")
+    options.add_argument(f"--user-data-dir={scratch / 'profile'}")
     options.binary_location = CHROMIUM
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    service = Service(DRIVER, env={**os.environ, "TMPDIR": str(scratch)})
+    driver = webdriver.Chrome(service=service, options=options)
     driver.set_page_load_timeout(60)
     yield driver
     driver.quit()
