@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 import click
 
-from harnesskit.session.check import FileReport, Problem, check_file, expand_paths
+from harnesskit.session.check import FileReport, check_file, expand_paths
 
-from . import render
-from .errors import FOUND_PROBLEMS, USAGE, report_error
+from . import reporters
+from .errors import FOUND_PROBLEMS, USAGE, Fail, report_error
 from .progress import file_size, progress
 from .screen import echo
 
+STDIN = "<stdin>"
 #: warnings --strict leaves warnings: other harnesses' formats gain line types every month
 STAYS_WARNING = frozenset({"unknown-line-type"})
 
@@ -23,80 +28,78 @@ def _strict(report: FileReport) -> FileReport:
     return report
 
 
-def _github_escape(text: str, prop: bool = False) -> str:
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    if prop:
-        text = text.replace(":", "%3A").replace(",", "%2C")
-    return text
+@contextmanager
+def _stdin_copy() -> Iterator[str]:
+    """Standard input as a path check_file can seek in: an anonymous temporary file (unlinked
+    from the start, gone when closed), filled in chunks so no size of input is held in memory."""
+    with tempfile.TemporaryFile() as copy:
+        shutil.copyfileobj(click.get_binary_stream("stdin"), copy, 1 << 20)
+        copy.flush()
+        yield f"/proc/self/fd/{copy.fileno()}"
 
 
-def _text(problem: Problem) -> str:
-    return f"{problem.file}:{problem.line}: {problem.severity}: {problem.path}: {problem.message}"
-
-
-def _github(problem: Problem) -> str:
-    kind = "error" if problem.severity == "error" else "warning"
-    props = f"file={_github_escape(problem.file, True)}"
-    if problem.line > 0:
-        props += f",line={problem.line}"
-    return f"::{kind} {props}::{_github_escape(f'{problem.path}: {problem.message}')}"
+def _check_stdin(source: str | None, strict: bool) -> FileReport:
+    try:
+        with _stdin_copy() as path:
+            report = check_file(path, workers=1, fmt=source, strict=strict)
+    except OSError as error:
+        raise Fail(f"standard input: cannot read it: {error.strerror or error}") from None
+    report.file = STDIN
+    report.problems = [replace(p, file=STDIN) for p in report.problems]
+    return report
 
 
 @click.command("validate")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--strict", is_flag=True, help="Treat warnings (legacy versions, unknown types…) as errors.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
-              help="text for people, json for scripts, github for workflow annotations.")
+@click.option("--format", "fmt", type=click.Choice(list(reporters.REPORTERS), case_sensitive=False), default="text",
+              show_default=True, help="text for people, json for scripts, github for workflow annotations.")
+@click.option("-q", "--quiet", is_flag=True, help="Print the problems only (nothing when all is well).")
+@click.option("-v", "--verbose", is_flag=True, help="Print every file checked, with its counts.")
+@click.option("--max-errors", type=click.IntRange(min=0), metavar="N",
+              help=f"List at most N problems (counts stay the totals); github's default is {reporters.GITHUB_CAP}.")
 @click.option("--from", "source", type=click.Choice(["pi", "claude", "codex"]), default=None,
               help="Read every file as this harness's format (default: told by the first lines).")
-def validate(paths: tuple[str, ...], strict: bool, fmt: str, source: str | None) -> None:
+def validate(paths: tuple[str, ...], strict: bool, fmt: str, quiet: bool, verbose: bool,
+             max_errors: int | None, source: str | None) -> None:
     """Check session files against the JSON Schemas and the structural rules.
 
-    PATHS are files or directories (searched recursively for *.jsonl). Exit 0 when every file is
-    clean, 1 when a problem was found, 2 when a path does not exist.
+    PATHS are files or directories (searched recursively for *.jsonl); - reads standard input.
+    Exit 0 when every file is clean, 1 when a problem was found or no session file was found at
+    all (a CI step that checks nothing must not pass), 2 when a path does not exist.
 
     \b
     Examples:
       harnesskit validate session.jsonl
-      harnesskit validate ~/.harnesskit/sessions --strict
+      harnesskit validate ~/.harnesskit/sessions --strict -q
       harnesskit validate sessions/ --format github     # in a GitHub Actions step
-      harnesskit validate sessions/ --format json | jq .summary
+      harnesskit validate sessions/ --format json | jq .status
+      cat session.jsonl | harnesskit validate -
+      harnesskit validate sessions/ -v --max-errors 20
       harnesskit validate ~/.claude/projects/-home-me-proj/     # Claude Code transcripts
       harnesskit validate --from codex rollout.jsonl
     """
-    missing = [p for p in paths if not Path(p).exists()]
-    files = expand_paths([p for p in paths if p not in missing])
+    if quiet and verbose:
+        raise Fail("-q and -v contradict each other; give one")
+    missing = [p for p in paths if p != "-" and not Path(p).exists()]
     reports: list[FileReport] = []
-    for file in files:
-        with progress(file_size(file), str(file)) as on_progress:
-            report = check_file(file, fmt=source, strict=strict, on_progress=on_progress)
-        reports.append(_strict(report) if strict else report)
-    problems = [p for r in reports for p in r.problems]
-    errors = [p for p in problems if p.severity == "error"]
-    warnings = [p for p in problems if p.severity != "error"]
-    entries = sum(r.entries for r in reports)
-    summary = {"files": len(reports), "entries": entries, "errors": len(errors), "warnings": len(warnings),
-               "missing": missing}
-
-    if fmt == "json":
-        echo(render.json_line({
-            "files": [{"file": r.file, "dialect": r.dialect, "entries": r.entries,
-                       "errors": r.count("error"), "warnings": r.count("warning")} for r in reports],
-            "entries": entries,
-            "errors": [p.as_dict() for p in errors],
-            "warnings": [p.as_dict() for p in warnings],
-            "summary": summary,
-        }))
-    else:
-        line = _github if fmt == "github" else _text
-        for problem in problems:
-            echo(line(problem))
-        s = "" if len(reports) == 1 else "s"
-        echo(f"checked {len(reports)} file{s}, {entries} entries: {len(errors)} error"
-                   f"{'' if len(errors) == 1 else 's'}, {len(warnings)} warning{'' if len(warnings) == 1 else 's'}")
+    for raw in paths:
+        if raw == "-":
+            reports.append(_check_stdin(source, strict))
+        elif raw not in missing:
+            for file in expand_paths([raw]):
+                with progress(file_size(file), str(file)) as on_progress:
+                    reports.append(check_file(file, fmt=source, strict=strict, on_progress=on_progress))
+    if not reports and not missing:
+        raise Fail(f"no session files under {', '.join(paths)}", FOUND_PROBLEMS)
+    outcome = reporters.Outcome([_strict(r) for r in reports] if strict else reports, missing)
+    options = reporters.Options(verbosity=0 if quiet else 2 if verbose else 1, max_errors=max_errors)
+    if reports:
+        for line in reporters.REPORTERS[fmt.lower()](outcome, options):
+            echo(line)
     for path in missing:
         report_error(f"{path}: no such file or directory")
     if missing:
         raise SystemExit(USAGE)
-    if errors:
+    if not outcome.ok:
         raise SystemExit(FOUND_PROBLEMS)
