@@ -44,15 +44,31 @@ class LazyGroup(click.Group):
         module = importlib.import_module(spec[0])
         return getattr(module, spec[1])
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """An unknown command gets the near ones named, as git does."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            import difflib
+
+            from .errors import Fail
+
+            near = difflib.get_close_matches(name, list(COMMANDS), n=3, cutoff=0.7)
+            hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
+            raise Fail(f"no such command {name!r}{hint} (harnesskit --help lists them)")
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, spec[2]) for name, spec in COMMANDS.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="harnesskit")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """harnesskit: trustworthy JSONL session ledgers for LLM agent harnesses (pi session v3).
 
     \b
@@ -61,14 +77,18 @@ def cli() -> None:
       harnesskit continue
       harnesskit inspect session.jsonl --tree
       harnesskit validate ~/.harnesskit/sessions --strict
+
+    Shell completion: eval "$(_HARNESSKIT_COMPLETE=bash_source harnesskit)" (zsh_source, fish_source).
     """
+    if ctx.invoked_subcommand is None:  # a bare `harnesskit` is a question: answer it with the help
+        click.echo(ctx.get_help())
 
 
 def main() -> None:
     """Entry point: exit codes of contract §6, and no Python traceback ever reaches a user unless
     they ask for one (HARNESSKIT_DEBUG=1)."""
     try:
-        cli.main(standalone_mode=False)
+        cli.main(prog_name="harnesskit", standalone_mode=False)
     except click.exceptions.Exit as done:
         sys.exit(done.exit_code)
     except click.ClickException as error:
