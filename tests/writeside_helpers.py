@@ -10,8 +10,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,16 +77,26 @@ def invoke(*args: object, input: str | None = None) -> Result:
     return CliRunner().invoke(cli, [str(a) for a in args], input=input, catch_exceptions=True)
 
 
+def as_from_a_shell() -> None:
+    """Start a child as a shell's foreground job would: SIGINT at its default. An ignored SIGINT is
+    inherited across exec (a test run started in the background, `nohup`, some CI runners), and a
+    Python started with SIGINT ignored never raises KeyboardInterrupt: Ctrl-C tests would hang."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def hk(env: Env, *args: object, timeout: float = 30, input: str | None = None,
        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """The CLI as a real process."""
     return subprocess.run([sys.executable, "-m", "harnesskit", *map(str, args)], env=env.environ(),
-                          cwd=cwd or env.cwd, capture_output=True, text=True, timeout=timeout, input=input)
+                          cwd=cwd or env.cwd, capture_output=True, text=True, timeout=timeout, input=input,
+                          preexec_fn=as_from_a_shell)
 
 
-def popen(env: Env, *args: object, stdin: int | None = subprocess.DEVNULL) -> subprocess.Popen[str]:
+def popen(env: Env, *args: object, stdin: int | None = subprocess.DEVNULL,
+          preexec_fn: Callable[[], None] | None = as_from_a_shell) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "harnesskit", *map(str, args)], env=env.environ(), cwd=env.cwd,
-                            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+                            stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+                            preexec_fn=preexec_fn)
 
 
 def session_files(root: Path) -> list[Path]:
