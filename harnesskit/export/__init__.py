@@ -20,7 +20,7 @@ import orjson
 
 from harnesskit.session.format import is_header
 from harnesskit.session.loader import accept_header, load_session, no_header, open_binary
-from harnesskit.session.reader import Diagnostic, iter_lines, read_records
+from harnesskit.session.reader import Diagnostic, iter_lines, line_content, read_records
 from harnesskit.session.tree import Tree, build_context
 
 
@@ -87,10 +87,7 @@ def _rest(fp: BinaryIO, number: int, warn: Callable[[Diagnostic], None]) -> Iter
         offset = fp.tell()
         for raw in fp:
             number += 1
-            terminated = raw.endswith(b"\n")
-            content = raw[:-1] if terminated else raw
-            if content.endswith(b"\r"):
-                content = content[:-1]
+            content, terminated = line_content(raw, number)
             if terminated:
                 try:
                     obj = loads(content)

@@ -76,7 +76,13 @@ def path_entries(tree: Tree, at: str | None) -> list[dict]:
         copied["parentId"] = parent  # relinks across a dropped label; unchanged elsewhere
         out.append(copied)
         parent = copied["id"]
-    on_path = {e["id"] for e in out}
+    out += path_labels(tree, {e["id"] for e in out}, parent)
+    return out
+
+
+def path_labels(tree: Tree, on_path: set, parent: str | None) -> Iterator[dict]:
+    """The labels of path entries, re-created as a chain after `parent` as pi does, each keeping the
+    timestamp of the label entry in effect."""
     taken = set(tree.by_id)
     set_at = {}  # target -> timestamp of the label entry in effect (the latest for it)
     for pos in tree.positions_of("label"):
@@ -87,9 +93,8 @@ def path_entries(tree: Tree, at: str | None) -> list[dict]:
             if isinstance(set_at.get(target), str):
                 label_entry["timestamp"] = set_at[target]
             taken.add(label_entry["id"])
-            out.append(label_entry)
+            yield label_entry
             parent = label_entry["id"]
-    return out
 
 
 def _fork_path(tree: Tree, at: str | None) -> list[int] | None:
@@ -158,18 +163,8 @@ def fork_lines(source: Session, at: str | None, everything: bool) -> Iterator[by
             yield encode(copied)
         parent = tree.ids[pos] if entry is None else entry.get("id")
         on_path.add(parent)
-    taken = set(tree.by_id)
-    set_at = {}  # target -> timestamp of the label entry in effect (the latest for it)
-    for pos in tree.positions_of("label"):
-        set_at[tree.entries[pos].get("targetId")] = tree.entries[pos].get("timestamp")
-    for target, label in tree.labels().items():
-        if target in on_path:
-            label_entry = make_entry("label", new_entry_id(taken), parent, targetId=target, label=label)
-            if isinstance(set_at.get(target), str):
-                label_entry["timestamp"] = set_at[target]
-            taken.add(label_entry["id"])
-            yield encode(label_entry)
-            parent = label_entry["id"]
+    for label_entry in path_labels(tree, on_path, parent):
+        yield encode(label_entry)
 
 
 def write_fork(source: Session, directory: Path, cwd: str, at: str | None = None, everything: bool = False) -> Path:

@@ -46,19 +46,25 @@ class Record:
     obj: dict
 
 
+def line_content(raw: bytes, number: int) -> tuple[bytes, bool]:
+    """A raw line's content without its line end (\n or \r\n; a BOM dropped on line 1), and
+    whether it ended with a newline: how every reader here cuts a line."""
+    terminated = raw.endswith(b"\n")
+    content = raw[:-1] if terminated else raw
+    if content.endswith(b"\r"):
+        content = content[:-1]
+    if number == 1 and content.startswith(BOM):
+        content = content[3:]
+    return content, terminated
+
+
 def iter_lines(fp: BinaryIO) -> Iterator[tuple[int, int, bytes, bool]]:
     """Yield (line number, byte offset, content without line end, ended with newline)."""
     offset = 0
     for number, raw in enumerate(fp, start=1):
-        size = len(raw)
-        terminated = raw.endswith(b"\n")
-        content = raw[:-1] if terminated else raw
-        if content.endswith(b"\r"):
-            content = content[:-1]
-        if number == 1 and content.startswith(BOM):
-            content = content[3:]
+        content, terminated = line_content(raw, number)
         yield number, offset, content, terminated
-        offset += size
+        offset += len(raw)
 
 
 class _Range(io.RawIOBase):

@@ -20,7 +20,7 @@ import orjson
 from .format import is_header
 from .loader import accept_header, no_header, open_binary
 from .migrate import Dialect, Migrator, migrate_header
-from .reader import BOM, Diagnostic, Record, read_records
+from .reader import Diagnostic, Record, line_content, read_records
 from .tree import Tree
 
 __all__ = ["Stream", "TreeWatch", "open_stream", "read_header", "tree_diagnostics"]
@@ -33,12 +33,7 @@ def read_header(fp: BinaryIO, path: Path) -> tuple[Record, Dialect, list[Diagnos
     diagnostics: list[Diagnostic] = []
     offset = 0
     for number, raw in enumerate(iter(fp.readline, b""), 1):  # readline: the file stops after the header
-        terminated = raw.endswith(b"\n")
-        content = raw[:-1] if terminated else raw
-        if content.endswith(b"\r"):
-            content = content[:-1]
-        if number == 1 and content.startswith(BOM):
-            content = content[3:]
+        content, terminated = line_content(raw, number)
         for item in read_records(((number, offset, content, terminated),), from_start=True):  # no object yet
             if isinstance(item, Diagnostic):
                 diagnostics.append(item)
