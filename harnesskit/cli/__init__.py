@@ -26,7 +26,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "index": ("harnesskit.cli.index_", "index", "Update the cross-session index (search and usage read it)."),
     "search": ("harnesskit.cli.search", "search", "Full-text search across the messages of every session."),
     "usage": ("harnesskit.cli.usage_", "usage", "Tokens and cost by day, week, month, session, model, project."),
-    "export": ("harnesskit.cli.export", "export", "A session as one self-contained HTML page, or Markdown."),
+    "export": ("harnesskit.cli.export", "export", "A session as an HTML page or Markdown; sessions as Parquet."),
     "query": ("harnesskit.cli.query", "query", "SQL (DuckDB) over a Parquet dataset of sessions."),
     "demo": ("harnesskit.cli.demo", "demo", "The chapter's two-run demo, end to end, offline."),
     "config": ("harnesskit.cli.config", "config", "Read and change the config file, keeping its comments."),
