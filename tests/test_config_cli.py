@@ -41,11 +41,11 @@ def test_set_get_round_trip(env: Env) -> None:
     assert result.exit_code == 0, result.stderr
     assert str(user_file(env)) in result.stdout
     assert get("model") == "openai:llama3"
-    assert invoke("config", "set", "base_url", "8080").exit_code == 0  # a string that looks like a number
-    assert get("base_url") == "8080"
+    assert invoke("config", "set", "session_dir", "8080").exit_code == 0  # a string that looks like a number
+    assert get("session_dir") == "8080"
     assert invoke("config", "set", "tools", "calc,ls").exit_code == 0
     assert get("tools") == "calc,ls"
-    assert user_file(env).read_text() == "model: openai:llama3\nbase_url: '8080'\ntools: calc,ls\n"
+    assert user_file(env).read_text() == "model: openai:llama3\nsession_dir: '8080'\ntools: calc,ls\n"
     listing = invoke("config", "list").stdout.splitlines()
     assert f"model = openai:llama3  ({user_file(env)})" in listing
     assert "fsync = turn  (default)" in listing

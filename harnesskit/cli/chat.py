@@ -19,7 +19,7 @@ import click
 from harnesskit.agent.events import AgentEnd, Event, MessageEnd, TextDelta, ToolCall, ToolResult
 from harnesskit.agent.loop import drive, run_agent
 from harnesskit.agent.messages import text_of, user_message
-from harnesskit.agent.models import Model, ModelError, resolve_model
+from harnesskit.agent.models import Model, ModelError, Provider, parse_spec, resolve_model
 from harnesskit.agent.summarize import SummaryError
 from harnesskit.agent.tools import Tool, select_tools
 from harnesskit.config import ConfigError, limit, load_config
@@ -75,7 +75,7 @@ def chat_options(command: Callable) -> Callable:
     decorators = [
         click.option("-p", "--prompt", "prompts", multiple=True, metavar="TEXT",
                      help="Run this prompt and exit (repeatable: prompts run in order)."),
-        click.option("--model", metavar="M", help="demo (default), script:FILE.yaml or openai:MODEL."),
+        click.option("--model", metavar="M", help="demo (default), script:FILE.yaml, openai:MODEL or PROVIDER:MODEL."),
         click.option("--base-url", metavar="URL", help="OpenAI-compatible server (else OPENAI_BASE_URL)."),
         click.option("--session-dir", metavar="DIR", help="Where sessions are kept (used flat)."),
         click.option("--no-session", is_flag=True, help="Keep the conversation in memory only."),
@@ -100,6 +100,7 @@ class Settings:
     fsync: str
     tools: list[Tool]
     limits: dict[str, float | int] = field(default_factory=dict)  # request_timeout, max_reply_bytes
+    providers: dict[str, Provider] = field(default_factory=dict)
     cwd: str = field(default_factory=os.getcwd)
     compaction: compacting.Limits = field(default_factory=compacting.Limits.defaults)
     reasoning: str = "auto"  # config reasoning_effort: whether /thinking reaches an openai: model
@@ -134,15 +135,21 @@ def settings_from(options: ChatOptions) -> Settings:
         fsync=fsync,
         tools=tools,
         limits=limits,
+        providers=config.providers(),
         cwd=os.path.realpath(options.cwd) if options.cwd else os.getcwd(),
         compaction=compacting.limits_from(config),
         reasoning=config.get("reasoning_effort") or "auto",
     )
 
 
-def make_model(spec: str, base_url: str | None, **limits: float | int) -> Model:
+def make_model(spec: str, settings: Settings) -> Model:
+    """The model of a spec: a named provider's server unless --base-url says otherwise (the
+    config's base_url is for openai:MODEL only)."""
     try:
-        return resolve_model(spec, base_url=base_url, **limits)  # type: ignore[arg-type]
+        kind, _ = parse_spec(spec, settings.providers)
+        base_url = settings.options.base_url if kind in settings.providers else settings.base_url
+        return resolve_model(spec, base_url=base_url, providers=settings.providers,
+                             **settings.limits)  # type: ignore[arg-type]
     except (ValueError, ModelError) as error:
         raise Fail(str(error)) from None
 
@@ -245,7 +252,7 @@ class Conversation:
                 if not rest:
                     echo(f"model: {self.model.provider}/{self.model.model_id}")
                 else:
-                    self.switch_model(make_model(rest, self.settings.base_url, **self.settings.limits))
+                    self.switch_model(make_model(rest, self.settings))
             elif name == "branch":
                 words = rest.split()
                 flags = {w for w in words if w in ("--summary", "--no-summary")}
@@ -484,7 +491,7 @@ def chat(**kwargs: object) -> None:
     """
     options = ChatOptions(**kwargs)  # type: ignore[arg-type]
     settings = settings_from(options)
-    model = make_model(settings.model_spec, settings.base_url, **settings.limits)
+    model = make_model(settings.model_spec, settings)
     live = start_new(settings, model)
     raise SystemExit(Conversation(live, model, settings).run(options.prompts))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from harnesskit.agent.summarize import SummaryError
-from harnesskit.session.live import model_spec
+from harnesskit.agent.models import model_spec
 
 from . import compacting
 from .chat import ChatOptions, make_model, open_live, settings_from
@@ -49,9 +49,9 @@ def compact(file: Path, instructions: str | None, keep_recent: int | None, model
             limits, settings=dataclasses.replace(limits.settings, keep_recent_tokens=keep_recent))
     live = open_live(file, settings, None)
     try:
-        restored = model_spec(live.context().model)
+        restored = model_spec(live.context().model, settings.providers)
         spec = settings.model_spec if settings.model_given or restored is None else restored
-        summarizer = make_model(spec, settings.base_url, **settings.limits)
+        summarizer = make_model(spec, settings)
         if restored is None and not settings.model_given and live.context().model:
             warn(f"the session's model is not one harnesskit runs; {spec} writes the summary")
         try:

@@ -7,10 +7,11 @@ from pathlib import Path
 import click
 
 from harnesskit.agent.messages import text_of
+from harnesskit.agent.models import model_spec
 from harnesskit.agent.summarize import SummaryError
 from harnesskit.session import store
 from harnesskit.session.compaction import navigation_for
-from harnesskit.session.live import LiveSession, model_spec
+from harnesskit.session.live import LiveSession
 from harnesskit.session.tree import EntryNotFound, build_context
 
 from . import compacting, render
@@ -82,7 +83,7 @@ def continue_(session: str | None, from_ref: str | None, summary: bool | None, *
         path = store.most_recent(settings.directory())
         if path is None:
             warn(f"no session found in {settings.directory()}; starting a new one")
-            model = make_model(settings.model_spec, settings.base_url, **settings.limits)
+            model = make_model(settings.model_spec, settings)
             live = start_new_session(settings, model)
             raise SystemExit(Conversation(live, model, settings).run(options.prompts))
     else:
@@ -98,12 +99,12 @@ def continue_(session: str | None, from_ref: str | None, summary: bool | None, *
                 raise Fail(f"{path}: {error}") from None
             navigation = navigation_for(live.tree, target)
         context = live.context() if navigation is None else build_context(live.tree, navigation.new_leaf)
-        restored = model_spec(context.model)
+        restored = model_spec(context.model, settings.providers)
         spec = settings.model_spec if settings.model_given or restored is None else restored
         if not settings.model_given and restored is None and context.model:
             warn(f"the session's model {context.model.get('provider')}/{context.model.get('modelId')} is not one "
                  f"harnesskit runs; using {spec}")
-        model = make_model(spec, settings.base_url, **settings.limits)
+        model = make_model(spec, settings)
         offered = None
         if target is not None:
             if summary is None:

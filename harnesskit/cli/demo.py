@@ -100,7 +100,7 @@ def demo(directory: Path, long_: bool) -> None:
                           fsync="turn", tools="calc,read,ls")
     settings = settings_from(options)
     settings.cwd = str(directory)
-    model = make_model("demo", None)
+    model = make_model("demo", settings)
     if long_:
         run_long(settings, model)
         return

@@ -20,18 +20,6 @@ from .writer import SessionWriter, check_creatable
 _PLAIN = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
-def model_spec(model: dict | None) -> str | None:
-    """The `--model` spec that recreates a context's model, when harnesskit can run it."""
-    if not model:
-        return None
-    provider, model_id = model.get("provider"), model.get("modelId")
-    if provider == "harnesskit" and model_id == "demo":
-        return "demo"
-    if provider == "openai" and isinstance(model_id, str) and model_id:
-        return f"openai:{model_id}"
-    return None
-
-
 @dataclass
 class LiveSession:
     """One session file (or none, with --no-session) that a chat appends to."""

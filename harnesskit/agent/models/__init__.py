@@ -6,7 +6,8 @@ of start-up, which ``inspect``/``validate`` must never pay.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -75,7 +76,8 @@ class Model(Protocol):
                max_tokens: int | None = None) -> Iterator[Chunk]: ...
 
 
-SPECS_HELP = "demo, script:FILE.yaml or openai:MODEL"
+SPECS_HELP = "demo, script:FILE.yaml, openai:MODEL or PROVIDER:MODEL"
+BUILT_IN = ("demo", "script", "openai")
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 # Context windows (tokens) of models people run through an OpenAI-compatible server, by name
@@ -97,29 +99,68 @@ def default_context_window(provider: str, model_id: str) -> int:
     return CONTEXT_WINDOWS[max(matches, key=len)] if matches else DEFAULT_CONTEXT_WINDOW
 
 
-def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None = None,
-                  request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-                  max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> Model:
-    """Build a model from a spec string; unknown or unusable specs raise ValueError. The limits
-    apply to models that make network requests."""
+@dataclass(frozen=True, slots=True)
+class Provider:
+    """A named OpenAI-compatible server (config's `providers`): where it is and its key's variable."""
+
+    name: str
+    base_url: str
+    api_key_env: str | None = None
+
+
+def parse_spec(spec: str, providers: Collection[str] = ()) -> tuple[str, str]:
+    """(kind, rest) of a model spec, checked without building anything (no file read, no import):
+    kind is demo, script, openai or the name of a provider."""
     kind, sep, rest = (spec or "").strip().partition(":")
+    rest = rest.strip()
     if kind == "demo" and not sep:
-        from harnesskit.agent.models.demo import DemoModel
-
-        return DemoModel()
-    if kind == "script" and rest:
-        from harnesskit.agent.models.script import ScriptModel
-
-        return ScriptModel.from_file(rest)
-    if kind == "openai" and rest.strip():
-        from harnesskit.agent.models.openai import OpenAIModel
-
-        return OpenAIModel(rest.strip(), base_url=base_url, api_key=api_key, timeout=request_timeout,
-                           max_reply_bytes=max_reply_bytes)
-    if kind in ("script", "openai"):
+        return kind, ""
+    named = kind in ("script", "openai") or (kind in providers and kind not in BUILT_IN)
+    if named and rest:
+        return kind, rest
+    if named:
         what = "FILE.yaml" if kind == "script" else "MODEL"
         raise ValueError(f"model spec {spec!r} is missing its {what} part (expected {kind}:{what})")
     raise ValueError(f"unknown model spec {spec!r} (expected {SPECS_HELP})")
+
+
+def resolve_model(spec: str, *, base_url: str | None = None, api_key: str | None = None,
+                  providers: Mapping[str, Provider] | None = None,
+                  request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+                  max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> Model:
+    """Build a model from a spec string; unknown or unusable specs raise ValueError. A provider's
+    model talks to its base URL (unless `base_url` is given: a flag wins) and is recorded under its
+    name. The limits apply to models that make network requests."""
+    providers = providers or {}
+    kind, rest = parse_spec(spec, providers)
+    if kind == "demo":
+        from harnesskit.agent.models.demo import DemoModel
+
+        return DemoModel()
+    if kind == "script":
+        from harnesskit.agent.models.script import ScriptModel
+
+        return ScriptModel.from_file(rest)
+    from harnesskit.agent.models.openai import OpenAIModel
+
+    limits: dict[str, Any] = {"timeout": request_timeout, "max_reply_bytes": max_reply_bytes}
+    if kind == "openai":
+        return OpenAIModel(rest, base_url=base_url, api_key=api_key, **limits)
+    provider = providers[kind]
+    key = api_key or (os.environ.get(provider.api_key_env) if provider.api_key_env else None)
+    return OpenAIModel(rest, base_url=base_url or provider.base_url, api_key=key, provider=provider.name, **limits)
+
+
+def model_spec(model: Mapping[str, Any] | None, providers: Collection[str] = ()) -> str | None:
+    """The spec that recreates a recorded model (pi's provider/modelId), when harnesskit can run it."""
+    if not model:
+        return None
+    provider, model_id = model.get("provider"), model.get("modelId")
+    if provider == "harnesskit" and model_id == "demo":
+        return "demo"
+    if (provider == "openai" or provider in providers) and isinstance(model_id, str) and model_id:
+        return f"{provider}:{model_id}"
+    return None
 
 
 __all__ = [
@@ -129,9 +170,12 @@ __all__ = [
     "DoneChunk",
     "Model",
     "ModelError",
+    "Provider",
     "TextChunk",
     "ThinkingChunk",
     "ToolCallChunk",
     "default_context_window",
+    "model_spec",
+    "parse_spec",
     "resolve_model",
 ]

@@ -182,8 +182,10 @@ class OpenAIModel:
         api_key: str | None = None,
         timeout: float = DEFAULT_REQUEST_TIMEOUT,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        provider: str = "openai",
     ) -> None:
         self.model_id = model_id
+        self.provider = provider
         self.timeout = timeout
         self.max_reply_bytes = max_reply_bytes
         kwargs: dict[str, Any] = {}
