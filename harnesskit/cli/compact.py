@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from harnesskit.agent.summarize import SummaryError
 from harnesskit.agent.models import model_spec
+from harnesskit.agent.summarize import SummaryError
 
 from . import compacting
 from .chat import ChatOptions, make_model, open_live, settings_from

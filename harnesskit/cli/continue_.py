@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from harnesskit.agent.messages import text_of
@@ -28,27 +26,12 @@ from .chat import (
 )
 from .chat import start_new as start_new_session
 from .errors import Fail, warn
+from .refs import session_path
 from .screen import echo
 
 
-def find_session(ref: str, settings: Settings) -> Path:
-    """A path as given, or a session id prefix looked up here first, then in every directory."""
-    candidate = Path(ref).expanduser()
-    if "/" in ref or ref.endswith(".jsonl") or candidate.exists():
-        if not candidate.exists():
-            raise Fail(f"{ref}: no such file")
-        return candidate
-    for directories in ([settings.directory()], store.all_session_dirs()):
-        matches = store.find_by_id_prefix(ref, directories)
-        if len(matches) == 1:
-            return matches[0]
-        if len(matches) > 1:
-            raise Fail(f"session id prefix {ref!r} is ambiguous: {', '.join(str(m) for m in matches[:5])}")
-    raise Fail(f"no session found matching {ref!r}")
-
-
 @click.command("continue")
-@click.argument("session", required=False, metavar="[FILE|ID-PREFIX]")
+@click.argument("session", required=False, metavar="[SESSION]")
 @click.option("--from", "from_ref", metavar="ENTRY",
               help="Branch in place from ENTRY (id, prefix or label); a user message: from its parent.")
 @click.option("--summary/--no-summary", "summary", default=None,
@@ -58,9 +41,11 @@ def find_session(ref: str, settings: Settings) -> Path:
 def continue_(session: str | None, from_ref: str | None, summary: bool | None, **kwargs: object) -> None:
     """Reopen a session and go on talking.
 
-    With no argument, the most recent session of this directory (newest valid file); with none
-    found, says so and starts a new one. The model the session last used is restored unless
-    --model is given. A session another process is writing is refused (fork it instead).
+    SESSION is a path, a session id prefix, or a session name (set with /name), looked up among
+    this directory's sessions first, then all. With no argument, the most recent session of this
+    directory (newest valid file); with none found, says so and starts a new one. The model the
+    session last used is restored unless --model is given. A session another process is writing
+    is refused (fork it instead).
     Tools work in this directory (or --cwd DIR), never in the cwd the file records.
 
     \b
@@ -68,6 +53,7 @@ def continue_(session: str | None, from_ref: str | None, summary: bool | None, *
       harnesskit continue
       harnesskit continue -p "what did you compute before?"
       harnesskit continue 01a23125            # a session id prefix
+      harnesskit continue "refactor parser"   # a session name
       harnesskit continue path/to/session.jsonl --from checkpoint-1
       harnesskit continue downloaded.jsonl --cwd ~/proj   # tools see ~/proj, whatever the file says
       harnesskit continue path/to/session.jsonl --from 5e03ac9e --summary
@@ -87,7 +73,7 @@ def continue_(session: str | None, from_ref: str | None, summary: bool | None, *
             live = start_new_session(settings, model)
             raise SystemExit(Conversation(live, model, settings).run(options.prompts))
     else:
-        path = find_session(session, settings)
+        path = session_path(session, settings.directory())
 
     live = open_live(path, settings, None)
     try:

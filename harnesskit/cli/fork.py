@@ -14,33 +14,38 @@ from harnesskit.session.index import LazyDecodeError, LazySession, load_for_cont
 from . import render
 from .errors import Fail, warn
 from .inspect import open_for_reading, resolve_leaf
+from .refs import session_path
 from .screen import echo
 
 
 @click.command("fork")
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("session", metavar="SESSION")
 @click.option("--at", "at_ref", metavar="ENTRY", help="Fork at ENTRY (id, prefix or label); default the leaf.")
 @click.option("--all", "everything", is_flag=True, help="Copy every entry, all branches (as pi --fork).")
 @click.option("--cwd", "cwd", type=click.Path(file_okay=False, path_type=Path),
               help="The new session's working directory (default: this one).")
 @click.option("--session-dir", metavar="DIR", help="Where to put the new file (used flat).")
-def fork(file: Path, at_ref: str | None, everything: bool, cwd: Path | None, session_dir: str | None) -> None:
-    """Start a new session file from FILE, linked to it by parentSession.
+def fork(session: str, at_ref: str | None, everything: bool, cwd: Path | None, session_dir: str | None) -> None:
+    """Start a new session file from SESSION, linked to it by parentSession.
+
+    SESSION is a path, a session id prefix, or a session name (set with /name).
 
     By default the new file holds the path root → ENTRY with the labels of those entries; --all
     copies everything. ENTRY a user message forks before it, as pi's /fork does. A path without
     an assistant reply is refused (pi would damage such a file when continuing it): branch in
-    place with `continue FILE --from ENTRY` instead. FILE is never modified. Prints the new
-    file's path (and only that) on stdout.
+    place with `continue SESSION --from ENTRY` instead. The source is never modified. Prints the
+    new file's path (and only that) on stdout.
 
     \b
     Examples:
       harnesskit fork session.jsonl
       harnesskit fork session.jsonl --at checkpoint-1
+      harnesskit fork 01a23125                 # a session id prefix, or a name
       harnesskit fork session.jsonl --all --cwd ../other-checkout
     """
     if everything and at_ref:
         raise Fail("--all copies every entry; it does not take --at")
+    file = session_path(session)
     source = open_for_reading(str(file), load_for_continue)  # an index; entries decoded as they are copied
     at = resolve_leaf(source, at_ref)
     note = None

@@ -25,6 +25,7 @@ from harnesskit.text import escape_json, visible
 from . import render, table
 from .errors import Fail, warn
 from .output import emit
+from .refs import session_path
 
 JSON_SUMMARY = 240  # characters of `summary` in --json rows (the whole entry is in `entry`)
 COLUMNS = ["line", "id", "parent", "type", "summary"]
@@ -99,7 +100,7 @@ def reader_of(session: Session) -> Callable[[int], dict]:
 
 
 @click.command("inspect")
-@click.argument("file", type=click.Path(path_type=Path))
+@click.argument("file", metavar="SESSION")
 @click.option("--tree", "show_tree", is_flag=True, help="Draw the branch structure, leaf marked, labels shown.")
 @click.option("--leaf", "leaf_ref", metavar="ENTRY", help="Only the path to ENTRY (id, unique prefix or label).")
 @click.option("--context", "show_context", is_flag=True, help="The messages a model would see from the leaf.")
@@ -111,14 +112,15 @@ def reader_of(session: Session) -> Callable[[int], dict]:
               help="Fit rows in this many columns (default: the terminal's, or $COLUMNS).")
 @click.option("--no-pager", is_flag=True, help="Never page (a pager is used only when stdout is a terminal).")
 @click.option("--from", "source", type=click.Choice(["pi", "claude", "codex"]), default=None,
-              help="Read FILE as this harness's format (default: told by the first lines).")
-def inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: bool, show_stats: bool, fmt: str,
+              help="Read SESSION as this harness's format (default: told by the first lines).")
+def inspect(file: str, show_tree: bool, leaf_ref: str | None, show_context: bool, show_stats: bool, fmt: str,
             as_json: bool, width: int | None, no_pager: bool, source: str | None) -> None:
-    """Show what is in a session FILE (pi v1/v2/v3, tutorial v1, a Claude Code transcript or a
-    Codex rollout, read into the same entries: see the README's sections per harness).
+    """Show what is in a SESSION: a path, a session id prefix, or a session name (set with /name).
+    Any dialect: pi v1/v2/v3, tutorial v1, a Claude Code transcript or a Codex rollout, read into
+    the same entries (see the README's sections per harness).
 
     The table and --json print each entry as it is read, so the first rows show at once on any size
-    of file and `inspect FILE | head` stops early. Their first line says what the file is; the
+    of file and `inspect SESSION | head` stops early. Their first line says what the file is; the
     table's last line counts its entries. Labels show as rows of their own there; --tree and --leaf
     show them on the entries they name (in --json too, as "label"). Column widths come from the
     terminal (wide characters count two columns); the summary is cut to fit. Every --format streams
@@ -142,7 +144,8 @@ def inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: boo
     enabled = gc.isenabled()
     gc.disable()
     try:
-        _inspect(file, show_tree, leaf_ref, show_context, show_stats, fmt.lower(), as_json, width, no_pager, source)
+        _inspect(session_path(file), show_tree, leaf_ref, show_context, show_stats, fmt.lower(), as_json, width,
+                 no_pager, source)
     finally:
         if enabled:
             gc.enable()

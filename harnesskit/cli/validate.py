@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from harnesskit.session import store
 from harnesskit.session.check import FileReport, check_file, expand_paths
 
 from . import reporters
@@ -49,6 +51,18 @@ def _check_stdin(source: str | None, strict: bool) -> FileReport:
     return report
 
 
+def _path_of(raw: str) -> Path | None:
+    """A path as given, else the session an id prefix or a name names; None when nothing is there."""
+    if Path(raw).exists():
+        return Path(raw)
+    try:
+        return store.find_session(raw, store.session_dir(os.getcwd()))
+    except store.SessionRefError as error:
+        if error.matches:
+            raise Fail(str(error)) from None
+        return None
+
+
 @click.command("validate")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--strict", is_flag=True, help="Treat warnings (legacy versions, unknown types…) as errors.")
@@ -64,7 +78,8 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, quiet: bool, verbos
              max_errors: int | None, source: str | None) -> None:
     """Check session files against the JSON Schemas and the structural rules.
 
-    PATHS are files or directories (searched recursively for *.jsonl); - reads standard input.
+    PATHS are files or directories (searched recursively for *.jsonl), session id prefixes or
+    session names (set with /name); - reads standard input.
     Exit 0 when every file is clean, 1 when a problem was found or no session file was found at
     all (a CI step that checks nothing must not pass), 2 when a path does not exist.
 
@@ -81,15 +96,19 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, quiet: bool, verbos
     """
     if quiet and verbose:
         raise Fail("-q and -v contradict each other; give one")
-    missing = [p for p in paths if p != "-" and not Path(p).exists()]
+    missing: list[str] = []
     reports: list[FileReport] = []
     for raw in paths:
         if raw == "-":
             reports.append(_check_stdin(source, strict))
-        elif raw not in missing:
-            for file in expand_paths([raw]):
-                with progress(file_size(file), str(file)) as on_progress:
-                    reports.append(check_file(file, fmt=source, strict=strict, on_progress=on_progress))
+            continue
+        found = _path_of(raw)
+        if found is None:
+            missing.append(raw)
+            continue
+        for file in expand_paths([str(found)]):
+            with progress(file_size(file), str(file)) as on_progress:
+                reports.append(check_file(file, fmt=source, strict=strict, on_progress=on_progress))
     if not reports and not missing:
         raise Fail(f"no session files under {', '.join(paths)}", FOUND_PROBLEMS)
     outcome = reporters.Outcome([_strict(r) for r in reports] if strict else reports, missing)

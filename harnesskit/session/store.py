@@ -114,10 +114,49 @@ def readable_header(path: Path) -> dict | None:
     return header
 
 
-def find_by_id_prefix(prefix: str, directories: list[Path]) -> list[Path]:
-    """Session files whose header id starts with `prefix` (only first lines are read)."""
-    return sorted({p for d in directories for p in session_files(d)
-                   if str((read_header(p) or {}).get("id", "")).startswith(prefix)})
+class SessionRefError(Exception):
+    """A session reference that names no session, or more than one (`matches`, for the message)."""
+
+    def __init__(self, ref: str, matches: list[Summary]) -> None:
+        self.ref = ref
+        self.matches = matches
+        if not matches and (ref.endswith(".jsonl") or "/" in ref):
+            message = f"{ref}: no such file or directory (nor a session id or name)"
+        elif not matches:
+            message = f"no session file, session id or session name matches {ref!r}"
+        else:
+            shown = "; ".join(_describe(m) for m in matches[:5])
+            more = f"; and {len(matches) - 5} more" if len(matches) > 5 else ""
+            message = (f"{ref!r} matches {len(matches)} sessions: {shown}{more} "
+                       "(give more of the id, the name in full, or a path)")
+        super().__init__(message)
+
+
+def _describe(summary: Summary) -> str:
+    said = summary.name or summary.first_user or "(no message)"
+    said = " ".join(said.split())
+    said = said if len(said) <= 40 else said[:39] + "…"
+    return f"{summary.session_id} {said!r} {summary.path}"  # uuidv7 ids share their first digits
+
+
+def find_session(ref: str, here: Path) -> Path:
+    """The one way every command names a session: a path as given; else a session id prefix or a
+    session name (set by /name), looked up in `here` first, then in every session directory.
+    Raises SessionRefError when nothing, or more than one session, matches."""
+    candidate = Path(ref).expanduser()
+    if candidate.exists():
+        return candidate
+    if ref.endswith(".jsonl") or not ref.strip():  # a path that is not there
+        raise SessionRefError(ref, [])
+    wanted = " ".join(ref.split()).casefold()
+    for directories in ([here], [d for d in all_session_dirs() if d != here]):
+        matches = [s for d in directories for p in sorted(session_files(d)) if (s := summarize(p)) is not None
+                   and (s.session_id.startswith(ref) or (s.name is not None and s.name.casefold() == wanted))]
+        if len(matches) == 1:
+            return matches[0].path
+        if matches:
+            raise SessionRefError(ref, matches)
+    raise SessionRefError(ref, [])
 
 
 def most_recent(directory: Path) -> Path | None:
