@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import click
 
 from harnesskit.agent.messages import text_of
@@ -37,8 +40,11 @@ from .screen import echo
 @click.option("--summary/--no-summary", "summary", default=None,
               help="With --from: summarise the branch left behind into a branch_summary entry "
                    "(asked at a terminal; default without one: no summary).")
+@click.option("--pick", is_flag=True, help="Choose the session in a list (type to filter, Enter resumes).")
+@click.option("--all", "everywhere", is_flag=True, help="With --pick: the sessions of every directory.")
 @chat_options
-def continue_(session: str | None, from_ref: str | None, summary: bool | None, **kwargs: object) -> None:
+def continue_(session: str | None, from_ref: str | None, summary: bool | None, pick: bool, everywhere: bool,
+              **kwargs: object) -> None:
     """Reopen a session and go on talking.
 
     SESSION is a path, a session id prefix, or a session name (set with /name), looked up among
@@ -54,6 +60,7 @@ def continue_(session: str | None, from_ref: str | None, summary: bool | None, *
       harnesskit continue -p "what did you compute before?"
       harnesskit continue 01a23125            # a session id prefix
       harnesskit continue "refactor parser"   # a session name
+      harnesskit continue --pick --all        # choose from a list
       harnesskit continue path/to/session.jsonl --from checkpoint-1
       harnesskit continue downloaded.jsonl --cwd ~/proj   # tools see ~/proj, whatever the file says
       harnesskit continue path/to/session.jsonl --from 5e03ac9e --summary
@@ -65,7 +72,13 @@ def continue_(session: str | None, from_ref: str | None, summary: bool | None, *
         raise Fail("--summary/--no-summary go with --from ENTRY")
     options = ChatOptions(**kwargs)  # type: ignore[arg-type]
     settings = settings_from(options)
-    if session is None:
+    if everywhere and not pick:
+        raise Fail("--all goes with --pick (to continue a session of another directory, name it)")
+    if pick:
+        if session is not None:
+            raise Fail("give a SESSION or --pick, not both")
+        path = _picked(settings, everywhere)
+    elif session is None:
         path = store.most_recent(settings.directory())
         if path is None:
             warn(f"no session found in {settings.directory()}; starting a new one")
@@ -117,6 +130,23 @@ def warn_elsewhere(live: LiveSession, settings: Settings) -> None:
     recorded = live.header.get("cwd")
     if isinstance(recorded, str) and recorded != settings.cwd:
         warn(f"{live.path}: recorded in {recorded!r}, not here; tools stay confined to {settings.cwd}")
+
+
+def _picked(settings: Settings, everywhere: bool) -> Path:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise Fail("--pick needs a terminal; name the session instead (a path, an id prefix or a name)")
+    directories = store.all_session_dirs() if everywhere else [settings.directory()]
+    summaries = store.list_sessions(directories)
+    if not summaries:
+        where = "any directory" if everywhere else str(settings.directory())
+        raise Fail(f"no session to pick in {where}", 1)
+    from .picker import pick
+
+    chosen = pick(summaries, "all sessions" if everywhere else "sessions of this directory")
+    if chosen is None:
+        echo("harnesskit: nothing picked", err=True)
+        raise SystemExit(130)
+    return chosen
 
 
 def announce(live: LiveSession) -> None:

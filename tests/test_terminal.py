@@ -1,0 +1,94 @@
+"""What only a real terminal shows: the session picker, Ctrl-C at the prompt, the banner.
+Each test drives harnesskit in a pseudo-terminal with pexpect."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from writeside_helpers import Env, invoke, isolate, messages_of, read_lines, session_files
+
+pexpect = pytest.importorskip("pexpect")
+
+UP, DOWN, ENTER, ESC, CTRL_C, CTRL_D = "\x1b[A", "\x1b[B", "\r", "\x1b", "\x03", "\x04"
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+    return isolate(tmp_path, monkeypatch)
+
+
+def spawn(env: Env, *args: str, **extra: str):  # noqa: ANN201 - pexpect.spawn
+    return pexpect.spawn(sys.executable, ["-m", "harnesskit", *args], cwd=str(env.cwd),
+                         env=env.environ(TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1", **extra), encoding="utf-8",
+                         timeout=30, dimensions=(30, 100))
+
+
+def named(env: Env, name: str, prompt: str) -> Path:
+    before = set(session_files(env.home))
+    assert invoke("chat", "-p", prompt, "-p", f"/name {name}").exit_code == 0
+    [path] = set(session_files(env.home)) - before
+    return path
+
+
+def finish(child) -> int:  # noqa: ANN001
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.exitstatus
+
+
+def test_pick_filters_and_resumes_the_chosen_session(env: Env) -> None:
+    alpha = named(env, "alpha work", "hello")
+    beta = named(env, "beta work", "hello")
+    gamma = named(env, "gamma", "hello")
+    child = spawn(env, "continue", "--pick")
+    child.expect("filter>")
+    child.expect("gamma")  # newest first
+    child.send("work")  # filters out gamma
+    child.send(DOWN)  # the second of the matches: alpha (beta is newer)
+    child.send(ENTER)
+    child.expect("Restored 2 messages")
+    child.expect("you>")
+    child.sendline("what is 2+2")
+    child.expect("2\\+2 = 4")
+    child.expect("you>")
+    child.send(CTRL_D)
+    assert finish(child) == 0
+    assert len(messages_of(read_lines(alpha))) == 6  # + user, tool call, result, answer
+    assert len(messages_of(read_lines(beta))) == 2 and len(messages_of(read_lines(gamma))) == 2
+
+
+def test_pick_escape_leaves_without_writing(env: Env) -> None:
+    path = named(env, "only", "hello")
+    before = path.read_bytes()
+    child = spawn(env, "continue", "--pick")
+    child.expect("filter>")
+    child.send("zzz")
+    child.expect("no session matches")
+    child.send(ESC)
+    assert finish(child) == 130
+    assert path.read_bytes() == before
+
+
+def test_pick_all_shows_other_directories(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = named(env, "from elsewhere", "hello")
+    other = env.tmp / "other"
+    other.mkdir()
+    env.cwd = other
+    child = spawn(env, "continue", "--pick")
+    child.expect("no session to pick")
+    assert finish(child) == 1
+    child = spawn(env, "continue", "--pick", "--all")
+    child.expect("from elsewhere")
+    child.send(ENTER)
+    child.expect("you>")
+    child.send(CTRL_D)
+    assert finish(child) == 0
+    assert len(messages_of(read_lines(path))) == 2
+
+
+def test_pick_needs_a_terminal(env: Env) -> None:
+    named(env, "x", "hello")
+    result = invoke("continue", "--pick")
+    assert result.exit_code == 2 and "--pick needs a terminal" in result.stderr
