@@ -93,12 +93,11 @@ def test_chat_writes_a_pi_session_where_pi_would(env: Env) -> None:
         if m["role"] == "assistant":
             assert (m["api"], m["provider"], m["model"]) == ("harnesskit-demo", "harnesskit", "demo")
 
-    out = result.stdout.splitlines()
-    assert '[tool] calc {"expression": "12*8"}' in out
-    assert "[result] calc → 96" in out
-    assert GREETING_REPLY in out
-    assert result.stderr == ""
-    assert str(path) in out[-1]
+    # stdout is the answer and only the answer (as pi -p); the tools and the session path are notes on stderr
+    assert result.stdout.splitlines() == [GREETING_REPLY, *[m["content"][0]["text"] for m in msgs[3::2]]]
+    notes = result.stderr.splitlines()
+    assert notes[:2] == ['[tool] calc {"expression": "12*8"}', "[result] calc → 96"]
+    assert str(path) in notes[-1]
 
     assert_strict_valid(path)
 
@@ -144,8 +143,8 @@ def test_session_dir_flag_and_env_are_used_flat(env: Env, monkeypatch: pytest.Mo
 def test_no_session_writes_nothing(env: Env) -> None:
     result = invoke("chat", "--no-session", "-p", "hello", "-p", "what is 12*8")
     assert result.exit_code == 0, result.stderr
-    assert "[result] calc → 96" in result.stdout
-    assert "not saved" in result.stdout
+    assert "[result] calc → 96" in result.stderr
+    assert "not saved" in result.stderr
     assert session_files(env.tmp) == []
     assert not (env.home / "sessions").exists()
 
@@ -155,9 +154,9 @@ def test_no_reply_no_file(env: Env, stdin: str) -> None:
     result = invoke("chat", input=stdin)
     assert result.exit_code == 0, (result.stdout, result.stderr)
     assert session_files(env.tmp) == []
-    assert "not created" in result.stdout
+    assert "not created" in result.stderr
     if "/help" in stdin:
-        assert "/branch ID" in result.stdout
+        assert "/branch ID" in result.stderr
 
 
 def test_help_only_prompt_creates_no_file(env: Env) -> None:
@@ -184,15 +183,25 @@ def test_piped_lines_are_acted_on_as_they_arrive(env: Env) -> None:
 
 # -- failures --------------------------------------------------------------------------------------
 
-def test_model_error_exit_1_one_line_and_saved(env: Env) -> None:
+def test_a_first_turn_failing_before_any_reply_leaves_no_file(env: Env) -> None:
     script = write_script(env.cwd / "boom.yaml", [{"error": "boom"}])
     result = invoke("chat", "--model", f"script:{script}", "-p", "hello", "-p", "never asked")
     assert result.exit_code == 1, (result.stdout, result.stderr)
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("harnesskit: error:") and "boom" in lines[0], lines
-    path = only_session(env.home)  # an error assistant is an assistant: the file exists
+    errors = [line for line in result.stderr.splitlines() if line.startswith("harnesskit: error:")]
+    assert len(errors) == 1 and "boom" in errors[0], result.stderr
+    assert "session: not created" in result.stderr
+    assert result.stdout == ""
+    assert session_files(env.tmp) == []
+
+
+def test_a_failure_after_the_first_reply_is_saved(env: Env) -> None:
+    script = write_script(env.cwd / "boom.yaml", ["fine", {"error": "boom"}])
+    result = invoke("chat", "--model", f"script:{script}", "-p", "hello", "-p", "again", "-p", "never asked")
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert result.stdout == "fine\n"
+    path = only_session(env.home)
     file_lines = read_lines(path)
-    assert roles(file_lines) == ["user", "assistant"]  # the second prompt was not run
+    assert roles(file_lines) == ["user", "assistant", "user", "assistant"]  # the third prompt was not run
     last = messages_of(file_lines)[-1]
     assert last["stopReason"] == "error" and last["errorMessage"] == "boom"
     assert file_lines[1]["modelId"] == "boom"
@@ -254,7 +263,7 @@ def test_tools_calc_only(env: Env) -> None:
     # the demo model asked to calculate without calc says so instead of calling it
     result = invoke("chat", "--tools", "ls", "-p", "what is 12*8")
     assert result.exit_code == 0
-    assert "not enabled" in result.stdout and "[tool]" not in result.stdout
+    assert "not enabled" in result.stdout and "[tool]" not in result.output
 
 
 # -- in-chat commands ------------------------------------------------------------------------------
@@ -262,9 +271,9 @@ def test_tools_calc_only(env: Env) -> None:
 def test_unknown_command_reports_and_chat_goes_on(env: Env) -> None:
     result = invoke("chat", "-p", "hello", "-p", "/frobnicate now", "-p", "what is 12*8")
     assert result.exit_code == 0
-    assert [line for line in result.stderr.splitlines() if line] == [
+    assert [line for line in result.stderr.splitlines() if line.startswith("harnesskit:")] == [
         "harnesskit: error: unknown command /frobnicate (try /help)"]
-    assert "[result] calc → 96" in result.stdout
+    assert "[result] calc → 96" in result.stderr
     assert len(messages_of(read_lines(only_session(env.home)))) == 6
 
     result = invoke("chat", input="/frobnicate\nhello\n")
@@ -329,7 +338,10 @@ def test_commands_in_a_piped_chat(env: Env) -> None:
         assert chat.close() == 0
     finally:
         chat.kill()
-    assert "".join(chat.err).splitlines() == ["harnesskit: error: unknown command /nonsense (try /help)"]
+    errors = [line for line in "".join(chat.err).splitlines() if line.startswith("harnesskit:")]
+    assert errors == ["harnesskit: error: unknown command /nonsense (try /help)"]
+    assert "".join(chat.out).splitlines() == [GREETING_REPLY, "Let me calculate.", "12*8 = 96.", GREETING_REPLY,
+                                              "I have not computed anything yet."]  # only the answers
 
     tree_text = "".join(tree)
     assert f"{assistant1} message:assistant [greeted]" in tree_text
@@ -377,7 +389,7 @@ def test_fork_command_without_a_file_is_refused(env: Env) -> None:
     assert "nothing to fork yet" in result.stderr
     assert GREETING_REPLY in result.stdout
     result = invoke("chat", "--no-session", "-p", "/fork")  # in memory there is always something
-    assert "forked in memory: 0 messages in context" in result.stdout
+    assert "forked in memory: 0 messages in context" in result.stderr
 
 
 def test_fork_in_memory_with_no_session(env: Env) -> None:
@@ -397,7 +409,7 @@ def test_fork_in_memory_with_no_session(env: Env) -> None:
         chat.kill()
     result = invoke("chat", "--no-session", "-p", "hello", "-p", "/fork", "-p", "what is 2*3")
     assert result.exit_code == 0, result.stderr
-    assert "forked in memory: 2 messages in context" in result.stdout
+    assert "forked in memory: 2 messages in context" in result.stderr
     assert "2*3 = 6." in result.stdout
     assert not (env.home / "sessions").exists()
 
@@ -415,6 +427,7 @@ def test_real_process_chat_stdin_at_eof(env: Env) -> None:
     assert session_files(env.tmp) == []
     done = hk(env, "chat", "-p", "hello", "-p", "what is 12*8")
     assert done.returncode == 0, done.stderr
-    assert "[result] calc → 96" in done.stdout.splitlines()
+    assert "[result] calc → 96" in done.stderr.splitlines()
+    assert done.stdout.splitlines()[-1] == "12*8 = 96."
     path = only_session(env.home)
     assert json.loads(path.read_text().splitlines()[0])["cwd"] == str(env.cwd.resolve())

@@ -109,7 +109,7 @@ def test_two_hundred_turns_never_send_more_than_the_window(env: Env, recorded: l
     path = only_session(env.home)
     compactions = entries_of(path, "compaction")
     assert len(compactions) >= 10
-    assert result.stdout.count("[compacting:") == len(compactions)
+    assert result.stderr.count("[compacting:") == len(compactions)
     assert_strict_valid(path)
     assert context_roles(path)[0] == "compactionSummary"
     for entry in compactions:
@@ -143,7 +143,7 @@ def test_compaction_off_in_config_never_compacts(env: Env, recorded: list[Record
     result = invoke("chat", input="".join(f"tell me about item {n}\n" for n in range(30)))
     assert result.exit_code == 0, result.stderr
     assert entries_of(only_session(env.home), "compaction") == []
-    assert "[compacting" not in result.stdout
+    assert "[compacting" not in result.stderr
 
 
 def test_a_failed_automatic_summary_writes_nothing_and_the_chat_goes_on(env: Env) -> None:
@@ -168,8 +168,8 @@ def chat_then_compact(env: Env, *extra: str) -> Path:
     config(("compaction.keep_recent_tokens", 1))  # as pi's e2e tests: something to summarise
     result = invoke("chat", "-p", "What is 2+2?", "-p", "What is 3+3?", "-p", "/compact the numbers", *extra)
     assert result.exit_code == 0, result.stderr
-    assert "[compacted:" in result.stdout
-    assert "[compacting:" not in result.stdout  # manual, not automatic
+    assert "[compacted:" in result.stderr
+    assert "[compacting:" not in result.stderr  # manual, not automatic
     return only_session(env.home)
 
 
@@ -205,7 +205,7 @@ def test_compact_in_memory_with_no_session(env: Env) -> None:
     result = invoke("chat", "--no-session", "-p", "What is 2+2?", "-p", "What is 3+3?", "-p", "/compact",
                     "-p", "What is 4+4?")
     assert result.exit_code == 0, result.stderr
-    assert "[compacted:" in result.stdout
+    assert "[compacted:" in result.stderr
     assert "4+4 = 8." in result.stdout  # the chat goes on from the compacted context
     assert not (env.home / "sessions").exists()
 
@@ -363,7 +363,7 @@ def test_branch_to_a_nested_user_message_with_summary(env: Env, recorded: list[R
     u1, a1, u2 = messages[0], messages[1], messages[2]
     result = invoke("continue", path, "--from", u2["id"], "--summary", "-p", "/tree")
     assert result.exit_code == 0, result.stderr
-    assert "offered again: u2" in result.stdout
+    assert "offered again: u2" in result.stderr
     [entry] = entries_of(path, "branch_summary")
     assert entry["parentId"] == a1["id"] and entry["fromId"] == a1["id"]  # pi 0.73.1: fromId = its parent
     assert entry["summary"].startswith(BRANCH_PREAMBLE)
@@ -401,8 +401,8 @@ def test_slash_branch_asks_nothing_without_a_terminal_and_no_summary_skips(env: 
     assert entries_of(path, "branch_summary") == []
     result = invoke("continue", path, "-p", f"/branch {messages[2]['id']} --summary", "-p", "again")
     assert result.exit_code == 0, result.stderr
-    assert "branch of 3 messages summarised" in result.stdout
-    assert "offered again: u2" in result.stdout
+    assert "branch of 3 messages summarised" in result.stderr
+    assert "offered again: u2" in result.stderr
     assert len(entries_of(path, "branch_summary")) == 1
     assert_strict_valid(path)
 
@@ -413,7 +413,7 @@ def test_an_offered_prompt_reaches_the_terminal_without_control_bytes(env: Env) 
     user = next(e for e in read_lines(path)[1:] if e["type"] == "message")
     result = invoke("continue", path, "--from", user["id"], "--no-summary", "-p", "/exit")
     assert result.exit_code == 0, result.stderr
-    line = next(line for line in result.stdout.splitlines() if line.startswith("offered again:"))
+    line = next(line for line in result.stderr.splitlines() if line.startswith("offered again:"))
     assert "\x1b" not in line and "\x07" not in line and "alert" in line
 
 
@@ -479,7 +479,7 @@ def test_thinking_level_is_written_and_restored(env: Env) -> None:
     assert levels == ["off", "high"]
     assert build_context(load_session(path).tree).thinking_level == "high"
     again = invoke("continue", path, "-p", "/thinking")
-    assert "thinking: high" in again.stdout
+    assert "thinking: high" in again.stderr
     bad = invoke("continue", path, "-p", "/thinking extreme")
     assert "thinking level must be one of" in bad.stderr
     assert [e["thinkingLevel"] for e in entries_of(path, "thinking_level_change")] == ["off", "high"]

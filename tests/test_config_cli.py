@@ -118,7 +118,7 @@ def test_chat_honours_model_tools_and_session_dir(env: Env) -> None:
     result = invoke("chat", "--model", "demo", "--tools", "calc", "--session-dir", env.tmp / "flag", "-p",
                     "what is 12*8")
     assert result.exit_code == 0, result.stderr
-    assert "[result] calc → 96" in result.stdout
+    assert "[result] calc → 96" in result.stderr
     assert only_session(env.tmp / "flag")
 
 

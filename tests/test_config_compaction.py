@@ -76,7 +76,7 @@ def test_chat_honours_the_window_from_config(env: Env) -> None:
     (env.cwd / ".harnesskit.yaml").write_text("context_window: 500\ncompaction:\n  keep_recent_tokens: 60\n")
     result = invoke("chat", input="".join(f"tell me about the item numbered {n}\n" for n in range(25)))
     assert result.exit_code == 0, result.stderr
-    assert "of a 500 window" in result.stdout
+    assert "of a 500 window" in result.stderr
     assert any(e["type"] == "compaction" for e in read_lines(only_session(env.home)))
 
 

@@ -47,6 +47,10 @@ def first_chat() -> Path:
     return files[0]
 
 
+def restored_line(notes: str) -> str:
+    return next(line for line in notes.splitlines() if line.startswith("Restored "))
+
+
 def stat_key(path: Path) -> tuple[bytes, int, int]:
     st = path.stat()
     return path.read_bytes(), st.st_mtime_ns, st.st_size
@@ -61,11 +65,11 @@ def leaf_of(path: Path) -> str:
 def test_no_session_says_so_and_starts_a_new_one(env: Env) -> None:
     result = invoke("continue", "-p", "hello")
     assert result.exit_code == 0, result.stderr
-    warning = [line for line in result.stderr.splitlines() if line]
+    warning = [line for line in result.stderr.splitlines() if line.startswith("harnesskit:")]
     assert len(warning) == 1 and warning[0].startswith("harnesskit: warning: no session found in ")
     assert "starting a new one" in warning[0]
-    assert "Restored" not in result.stdout
-    assert GREETING_REPLY in result.stdout
+    assert "Restored" not in result.output
+    assert result.stdout == GREETING_REPLY + "\n"
     path = only_session(env.home)
     assert path.parent.name == encode_cwd(os.getcwd())
     assert roles(read_lines(path)) == ["user", "assistant"]
@@ -88,12 +92,11 @@ def test_continue_restores_and_answers_from_context(env: Env) -> None:
 
     result = invoke("continue", "-p", "what did you compute before?")
     assert result.exit_code == 0, result.stderr
-    out = result.stdout.splitlines()
-    assert out[0] == RESTORED_6
-    assert out[1] == "Last message: 12*8 = 96."
-    answer = out[2]
+    notes = result.stderr.splitlines()
+    assert notes[0] == RESTORED_6
+    assert notes[1] == "Last message: 12*8 = 96."
+    [answer] = result.stdout.splitlines()  # stdout: the answer, nothing else
     assert "96" in answer and "12*8" in answer
-    assert result.stderr == ""
 
     after = path.read_bytes()
     assert after.startswith(before)
@@ -115,14 +118,14 @@ def test_continue_by_path_and_by_id_prefix(env: Env, tmp_path: Path, monkeypatch
 
     result = invoke("continue", path, "-p", "hello")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.startswith(RESTORED_6)
+    assert RESTORED_6 in result.stderr
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)  # a prefix is looked up here first, then in every directory
     result = invoke("continue", session_id[:13], "-p", "what did you compute before?")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.startswith("Restored 8 messages")
+    assert "Restored 8 messages" in result.stderr
     assert len(messages_of(read_lines(path))) == 10
     assert session_files(env.sessions / encode_cwd(str(elsewhere))) == []
 
@@ -151,13 +154,13 @@ def test_restore_and_leave_leaves_file_byte_identical(env: Env, how: str) -> Non
         if how == "subprocess":
             done = hk(env, "continue", target, input="")
             assert done.returncode == 0, done.stderr
-            stdout = done.stdout
+            stdout = done.stderr
         else:
             args = {"eof": (), "exit": ("-p", "/exit"), "help": ("-p", "/help"), "tree": ("-p", "/tree")}[how]
             result = invoke("continue", target, *args, input="")
             assert result.exit_code == 0, result.stderr
-            stdout = result.stdout
-        assert stdout.startswith("Restored ")
+            stdout = result.stderr
+        assert "Restored " in stdout
         assert stat_key(target) == before, how
 
 
@@ -166,7 +169,7 @@ def test_continue_with_empty_prompt_list_via_no_arguments(env: Env) -> None:
     before = stat_key(path)
     result = invoke("continue", input="\n   \n")  # blank lines are no prompts
     assert result.exit_code == 0
-    assert result.stdout.startswith(RESTORED_6)
+    assert RESTORED_6 in result.stderr
     assert stat_key(path) == before
 
 
@@ -175,9 +178,9 @@ def test_continue_no_session_writes_nothing(env: Env) -> None:
     before = stat_key(path)
     result = invoke("continue", "--no-session", "-p", "what did you compute before?")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.startswith(RESTORED_6)
+    assert RESTORED_6 in result.stderr
     assert "96" in result.stdout
-    assert "not saved" in result.stdout
+    assert "not saved" in result.stderr
     assert stat_key(path) == before
 
 
@@ -213,9 +216,11 @@ def test_continue_each_pi_fixture(env: Env, fixture: Path) -> None:
 
     result = invoke("continue", path, "-p", "hello there")
     assert result.exit_code == 0, (result.stdout, result.stderr)
-    assert result.stdout.startswith(f"Restored {len(old_context.messages)} messages")
-    assert "fake" in result.stderr and "harnesskit runs" in result.stderr  # the unrunnable model, said once
-    assert all(line.startswith("harnesskit: warning:") for line in result.stderr.splitlines() if line)
+    assert f"Restored {len(old_context.messages)} messages" in result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("harnesskit:")]
+    unrunnable = [line for line in warnings if "harnesskit runs" in line]
+    assert len(unrunnable) == 1 and "fake" in unrunnable[0]  # said once (the recorded cwd has its own warning)
+    assert all(line.startswith("harnesskit: warning:") for line in warnings)
 
     after = path.read_bytes()
     assert after.startswith(before)
@@ -259,7 +264,7 @@ def test_from_branches_in_place(env: Env, ref: str, target: str) -> None:
     result = invoke("continue", path, "--from", ref, "-p", "hello")
     assert result.exit_code == 0, result.stderr
     roles_line = " → ".join(m["role"] for m in expected_context.messages)
-    assert result.stdout.splitlines()[0] == f"Restored {len(expected_context.messages)} messages: {roles_line}"
+    assert restored_line(result.stderr) == f"Restored {len(expected_context.messages)} messages: {roles_line}"
 
     assert path.read_bytes().startswith(before)
     new = read_lines(path)[n:]
@@ -300,7 +305,7 @@ def test_most_recent_is_newest_valid_by_mtime(env: Env) -> None:
 
     result = invoke("continue", "-p", "what did you compute before?")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.startswith(RESTORED_6)
+    assert RESTORED_6 in result.stderr
     assert "12*8" in result.stdout
     assert len(messages_of(read_lines(older))) == 8
     assert len(messages_of(read_lines(newer))) == 4  # untouched
@@ -317,7 +322,7 @@ def test_most_recent_reads_a_long_header(env: Env) -> None:
     path.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
     result = invoke("continue", "-p", "what did you compute before?")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.startswith(RESTORED_6)
+    assert RESTORED_6 in result.stderr
 
 
 # -- a torn tail --------------------------------------------------------------------------------------
@@ -422,5 +427,5 @@ def test_most_recent_skips_a_newer_version_it_cannot_read(env: Env) -> None:
     os.utime(future, (4_000_000_000, 4_000_000_000))
     result = invoke("continue", "-p", "what did you compute before?")
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.startswith(RESTORED_6)
+    assert RESTORED_6 in result.stderr
     assert future.read_bytes().count(b"\n") == 1  # untouched

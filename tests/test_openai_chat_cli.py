@@ -1,5 +1,6 @@
 """`harnesskit chat --model openai:...` end to end against a local Chat Completions server:
-each case must end in a session file that validates and, for failures, one clear line."""
+each case ends in a session file that validates or, when the first turn failed before any reply,
+in no file at all; a failure is one clear line."""
 
 from __future__ import annotations
 
@@ -68,8 +69,9 @@ def test_tool_call_round_trip(server, home: Path) -> None:  # noqa: F811
     )
     result = chat(server.base_url, "what is 7*6")
     assert result.exit_code == 0, result.output
-    assert '[tool] calc {"expression": "7*6"}' in result.stdout
-    assert "[result] calc → 42" in result.stdout
+    assert '[tool] calc {"expression": "7*6"}' in result.stderr
+    assert "[result] calc → 42" in result.stderr
+    assert result.stdout == "7*6 = 42.\n"
     path = only_session(home)
     assert_strictly_valid(path)
     roles = [m["role"] for m in build_context(load_session(path).tree).messages]
@@ -86,21 +88,31 @@ def test_tool_call_round_trip(server, home: Path) -> None:  # noqa: F811
     ids=["http-500", "malformed-stream"],
 )
 def test_failures_exit_1_with_one_line_and_a_valid_file(server, home: Path, responder, expected: str) -> None:  # noqa: F811
-    server.reply(responder)
-    result = chat(server.base_url, "hi")
+    server.reply(sse(chunk({"role": "assistant", "content": "first"}), chunk({}, finish="stop")), responder)
+    result = chat(server.base_url, "hi", "again")
     assert result.exit_code == 1
-    errors = [line for line in result.stderr.splitlines() if line]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("harnesskit:")]
     assert len(errors) == 1 and errors[0].startswith("harnesskit: error: ") and expected in errors[0]
     assert "Traceback" not in result.output
-    path = only_session(home)
+    path = only_session(home)  # the session existed: the failure is saved in it
     assert_strictly_valid(path)
     last = build_context(load_session(path).tree).messages[-1]
     assert last["role"] == "assistant" and last["stopReason"] == "error"
     assert expected in last["errorMessage"]
 
 
+@pytest.mark.parametrize("responder", [status(401, "invalid api key"), status(500, "down")], ids=["401", "500"])
+def test_a_first_turn_failing_before_any_reply_leaves_no_file(server, home: Path, responder) -> None:  # noqa: F811
+    server.reply(responder)
+    result = chat(server.base_url, "hi")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert "session: not created" in result.stderr
+    assert list(home.rglob("*.jsonl")) == []
+
+
 def test_refused_connection(home: Path) -> None:
     result = chat("http://127.0.0.1:9/v1", "hi")
     assert result.exit_code == 1
     assert "connection" in result.stderr and "Traceback" not in result.output
-    assert_strictly_valid(only_session(home))
+    assert list(home.rglob("*.jsonl")) == []  # no reply ever came: no file

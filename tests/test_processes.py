@@ -77,7 +77,7 @@ def test_sigkill_mid_turn_then_continue(env: Env) -> None:
 
     done = hk(env, "continue", path, "-p", "next", "--model", "demo")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("Restored 3 messages: user → assistant → user")
+    assert "Restored 3 messages: user → assistant → user" in done.stderr
     after = path.read_bytes()
     assert after.startswith(before)
     errors = problems(path)
@@ -176,7 +176,7 @@ def test_sigint_during_first_turn(env: Env) -> None:
 
     done = hk(env, "continue", path, "-p", "again", "--model", "demo")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("Restored 2 messages: user → assistant")
+    assert "Restored 2 messages: user → assistant" in done.stderr
     assert_strict_valid(path)
     assert [m["role"] for m in messages_of(read_lines(path))] == ["user", "assistant", "user", "assistant"]
 
@@ -194,7 +194,7 @@ def test_sigint_at_the_piped_prompt_ends_the_chat(env: Env) -> None:
     finally:
         chat.kill()
     assert code == 0, "".join(chat.err)
-    assert "".join(chat.err) == ""
+    assert not any(line.startswith(("harnesskit:", "Traceback")) for line in chat.err), chat.err
     path = the_session(env)
     assert path is not None
     assert [m["role"] for m in messages_of(read_lines(path))] == ["user", "assistant"]

@@ -203,7 +203,8 @@ def assert_one_error(result: Result | subprocess.CompletedProcess[str], code: in
 
 
 class Interactive:
-    """A chat process fed through a pipe; stdout/stderr read by threads so `expect` can time out."""
+    """A chat process fed through a pipe; stdout/stderr read by threads so `expect` can time out.
+    `expect` sees the lines of both (the answer is on stdout, the chat's notes on stderr)."""
 
     def __init__(self, env: Env, *args: object, feed: bool = True) -> None:
         import queue
@@ -214,17 +215,16 @@ class Interactive:
         self.err: list[str] = []
         self._lines: queue.Queue[str | None] = queue.Queue()
 
-        def pump(stream: Any, sink: list[str], q: queue.Queue[str | None] | None) -> None:
+        def pump(stream: Any, sink: list[str], q: queue.Queue[str | None]) -> None:
             for line in stream:
                 sink.append(line)
-                if q is not None:
-                    q.put(line)
-            if q is not None:
-                q.put(None)
+                q.put(line)
+            q.put(None)
 
+        self._closed = 0
         self._threads = [
             threading.Thread(target=pump, args=(self.proc.stdout, self.out, self._lines), daemon=True),
-            threading.Thread(target=pump, args=(self.proc.stderr, self.err, None), daemon=True),
+            threading.Thread(target=pump, args=(self.proc.stderr, self.err, self._lines), daemon=True),
         ]
         for thread in self._threads:
             thread.start()
@@ -239,7 +239,7 @@ class Interactive:
         self.proc.stdin.flush()
 
     def expect(self, text: str, timeout: float = 15) -> list[str]:
-        """Read stdout lines until one contains `text`; the lines read. Fails on timeout or EOF.
+        """Read lines until one contains `text`; the lines read. Fails on timeout or EOF.
         (Streamed text without a newline yet is not seen: wait on the file for mid-turn states.)"""
         import queue
         import time
@@ -255,7 +255,10 @@ class Interactive:
             except queue.Empty:
                 continue
             if line is None:
-                raise AssertionError(f"stdout closed before {text!r}; got {seen!r}, stderr {''.join(self.err)!r}")
+                self._closed += 1
+                if self._closed == 2:
+                    raise AssertionError(f"output closed before {text!r}; got {seen!r}, stderr {''.join(self.err)!r}")
+                continue
             seen.append(line)
             if text in line:
                 return seen

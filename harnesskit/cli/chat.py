@@ -7,7 +7,6 @@ messages; the loop itself knows nothing of files.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from harnesskit.agent.events import AgentEnd, Event, MessageEnd, TextDelta, ToolCall, ToolResult
+from harnesskit.agent.events import AgentEnd, Event
 from harnesskit.agent.loop import drive, run_agent
 from harnesskit.agent.messages import text_of, user_message
 from harnesskit.agent.models import Model, ModelError, Provider, parse_spec, resolve_model
@@ -39,13 +38,13 @@ from harnesskit.session.tree import EntryNotFound
 from harnesskit.session.writer import FSYNC_POLICIES, SessionLocked
 
 from . import compacting, render
-from .errors import Fail, report_error, warn
-from .screen import echo
+from .errors import Fail, warn
+from .screen import COLOR_CHOICES, Screen
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high")
 HELP_TEXT = """commands:
   /help              this list
-  /exit              leave (Ctrl-D too)
+  /exit              leave (Ctrl-D, or Ctrl-C on an empty line; Ctrl-C clears a typed line)
   /tree              the session's branches, leaf marked
   /label ID NAME     name an entry (ID: id, prefix or label)
   /name TEXT         name the session
@@ -68,6 +67,8 @@ class ChatOptions:
     fsync: str | None
     tools: str | None
     cwd: str | None = None
+    as_json: bool = False
+    color: str = "auto"
 
 
 def chat_options(command: Callable) -> Callable:
@@ -84,6 +85,10 @@ def chat_options(command: Callable) -> Callable:
         click.option("--tools", metavar="LIST", help="Tools offered to the model, e.g. calc,read (default all)."),
         click.option("--cwd", type=click.Path(exists=True, file_okay=False), default=None, metavar="DIR",
                      help="Work as if started in DIR: tools are confined to it, sessions kept for it."),
+        click.option("--json", "as_json", is_flag=True,
+                     help="Write the agent's events as JSON Lines on stdout (notes stay on stderr)."),
+        click.option("--color", type=click.Choice(COLOR_CHOICES, case_sensitive=False), default="auto",
+                     show_default=True, help="Colour on stderr: auto means a terminal and NO_COLOR unset."),
     ]
     return functools.reduce(lambda f, d: d(f), reversed(decorators), command)
 
@@ -168,11 +173,12 @@ def identity(model: Model) -> dict:
 class Conversation:
     """Prompts in, rendered events out, every finished message appended through the live session."""
 
-    def __init__(self, live: LiveSession, model: Model, settings: Settings) -> None:
+    def __init__(self, live: LiveSession, model: Model, settings: Settings, screen: Screen | None = None) -> None:
         self.live = live
         live.on_move = report_moved
         self.model = model
         self.settings = settings
+        self.screen = screen or Screen()
         self.context = live.context().messages
         self.failed = False
         self.aborted = False
@@ -180,46 +186,31 @@ class Conversation:
         self.offered: str | None = None  # a prompt offered again after /branch to a user message
         tune(model, live.context().thinking_level, settings.reasoning)  # continue restores the level
 
-    # -- rendering -------------------------------------------------------------------------
-    def _show(self, event: Event) -> None:
-        if isinstance(event, TextDelta):
-            echo(event.text, nl=False)
-            sys.stdout.flush()
-            self._streamed = True
-        elif isinstance(event, MessageEnd) and event.message.get("role") == "assistant":
-            if self._streamed:
-                echo()
-                self._streamed = False
-        elif isinstance(event, ToolCall):
-            args = json.dumps(event.call.get("arguments", {}), ensure_ascii=False)
-            echo(f"[tool] {event.call.get('name')} {args}")
-        elif isinstance(event, ToolResult):
-            mark = "✗" if event.message.get("isError") else "→"
-            echo(f"[result] {event.message.get('toolName')} {mark} {render.one_line(text_of(event.message))}")
 
     def _handle(self, event: Event) -> None:
         try:
             self.live.on_event(event)  # persist first: the screen may fail, the file must not
         except OSError as error:  # the session cannot be written (a bad --session-dir, a full disk)
             raise Fail(f"{self.live.path}: cannot write the session: {error.strerror or error}") from None
-        self._show(event)
+        self.screen.show(event)
 
     def ask(self, text: str) -> AgentEnd:
         # the tools' root is where harnesskit runs (or --cwd), never a cwd read from the file
         events = run_agent(self.context, user_message(text), self.model, self.settings.tools,
                            cwd=Path(self.settings.cwd), before_request=self._before_request)
-        end = drive(events, self._handle)
-        if self._streamed:
-            echo()
-            self._streamed = False
+        try:
+            end = drive(events, self._handle)
+        finally:
+            self.screen.stop_spinner()
+        self.screen.end_answer()
         if self.live.writer is not None:
             self.live.writer.end_turn()
         if end.error:
             self.failed = True
-            report_error(end.error)
+            self.screen.error(end.error)
         if end.aborted:
             self.aborted = True
-            echo("[aborted]", err=True)
+            self.screen.note("[aborted]", "dim")
         return end
 
     # -- in-chat commands ------------------------------------------------------------------
@@ -231,26 +222,26 @@ class Conversation:
             if name in ("exit", "quit"):
                 return False
             if name == "help":
-                echo(HELP_TEXT)
+                self.screen.note(HELP_TEXT)
             elif name == "tree":
                 tree = self.live.tree
                 for row in render.draw_tree(tree, None, tree.labels(), self.live.leaf_id, render.terminal_width()):
-                    echo(row)
+                    self.screen.note(row)
             elif name == "label":
                 ref, _, label = rest.partition(" ")
                 if not ref or not label.strip():
                     raise Fail("usage: /label ID NAME")
                 target = self.live.tree.resolve(ref)
                 self.live.append("label", targetId=target, label=label.strip())
-                echo(f"labelled {target} {label.strip()!r}")
+                self.screen.note(f"labelled {target} {label.strip()!r}")
             elif name == "name":
                 if not rest:
                     raise Fail("usage: /name TEXT")
                 self.live.append("session_info", name=rest)
-                echo(f"session named {rest!r}")
+                self.screen.note(f"session named {rest!r}")
             elif name == "model":
                 if not rest:
-                    echo(f"model: {self.model.provider}/{self.model.model_id}")
+                    self.screen.note(f"model: {self.model.provider}/{self.model.model_id}")
                 else:
                     self.switch_model(make_model(rest, self.settings))
             elif name == "branch":
@@ -271,7 +262,7 @@ class Conversation:
         # SessionError: the file changed under a lazy read
         except (Fail, EntryNotFound, SessionError, SummaryError) as error:
             message = error.format_message() if isinstance(error, Fail) else str(error)
-            report_error(message)
+            self.screen.error(message)
         return True
 
     # -- compaction and branch summaries (session/compaction.py plans, agent/summarize.py writes) --
@@ -281,7 +272,7 @@ class Conversation:
         if tokens is None:
             return
         limits = self.settings.compaction
-        echo(f"[compacting: ~{tokens} tokens in context, above {limits.threshold(self.model)} "
+        self.screen.note(f"[compacting: ~{tokens} tokens in context, above {limits.threshold(self.model)} "
                    f"of a {limits.window(self.model)} window]")
         try:
             done = compacting.compact(self.live, self.model, self.settings.compaction)
@@ -293,7 +284,7 @@ class Conversation:
             self._report_compaction(done)
 
     def _report_compaction(self, done: compacting.Compacted) -> None:
-        echo(f"[compacted: {done.summarised} messages summarised, {done.kept} kept; "
+        self.screen.note(f"[compacted: {done.summarised} messages summarised, {done.kept} kept; "
                    f"~{done.tokens_after} tokens now]")
 
     def compact(self, instructions: str | None) -> None:
@@ -305,14 +296,14 @@ class Conversation:
 
     def thinking(self, level: str) -> None:
         if not level:
-            echo(f"thinking: {self.live.context().thinking_level}")
+            self.screen.note(f"thinking: {self.live.context().thinking_level}")
             return
         if level not in THINKING_LEVELS:
             raise Fail(f"thinking level must be one of {', '.join(THINKING_LEVELS)}, not {level!r}")
         if level != self.live.context().thinking_level:
             self.live.append("thinking_level_change", thinkingLevel=level)
         tune(self.model, level, self.settings.reasoning)
-        echo(f"thinking: {level}")
+        self.screen.note(f"thinking: {level}")
 
     def branch(self, target: str, *, summary: bool | None) -> None:
         """pi's tree navigation; `summary` None asks at a terminal (y/N), else no summary."""
@@ -323,21 +314,21 @@ class Conversation:
         self.context = self.live.context().messages
         where = done.new_leaf or "the start (a new root)"
         note = f"; branch of {done.left} messages summarised" if done.entry is not None else ""
-        echo(f"leaf moved to {where}{note}; {len(self.context)} messages in context")
+        self.screen.note(f"leaf moved to {where}{note}; {len(self.context)} messages in context")
         self.offer(done.prompt)
 
     def offer(self, prompt: str | None) -> None:
         """A user message's text given back after moving before it (pre-filled at a terminal)."""
         if prompt is not None:
             self.offered = prompt
-            echo(f"offered again: {render.cut(render.one_line(prompt), 200)}")
+            self.screen.note(f"offered again: {render.cut(render.one_line(prompt), 200)}")
 
     def switch_model(self, model: Model) -> None:
         if identity(model) != identity(self.model):
             self.live.append("model_change", **identity(model))
         tune(model, self.live.context().thinking_level, self.settings.reasoning)
         self.model = model
-        echo(f"model: {model.provider}/{model.model_id}")
+        self.screen.note(f"model: {model.provider}/{model.model_id}")
 
     def fork(self, ref: str | None) -> None:
         live = self.live
@@ -351,7 +342,7 @@ class Conversation:
             self.live = LiveSession.forked(path_entries(live.tree, point if point is not None else ROOT), None,
                                            self.settings.cwd, self.settings.fsync, None)
             self.context = self.live.context().messages
-            echo(f"forked in memory: {len(self.context)} messages in context")
+            self.screen.note(f"forked in memory: {len(self.context)} messages in context")
             self.offer(offered)
             return
         live.close()
@@ -374,9 +365,9 @@ class Conversation:
         self.context = reopened.context().messages
         if reopened.context().model != identity(self.model):  # e.g. a model_change still deferred
             reopened.defer("model_change", **identity(self.model))
-        echo(f"forked to {new_path}")
+        self.screen.note(f"forked to {new_path}")
         if not reopened.created:
-            echo("(no reply on that path yet: the file is written with the first one, as pi does)")
+            self.screen.note("(no reply on that path yet: the file is written with the first one, as pi does)")
         self.offer(offered)
 
     def _take_offer(self) -> str:
@@ -386,6 +377,7 @@ class Conversation:
     # -- the prompt loop --------------------------------------------------------------------
     def run(self, prompts: tuple[str, ...]) -> int:
         """Run -p prompts, or read prompts from a terminal / a pipe. Returns the exit code."""
+        report = True
         try:
             if prompts:
                 for text in prompts:
@@ -400,7 +392,7 @@ class Conversation:
                         return 1
                 return 0
             try:
-                for text in read_prompts(self.live, self._take_offer):
+                for text in read_prompts(self.live, self.screen, self._take_offer):
                     if not text.strip():
                         continue
                     if text.startswith("/"):
@@ -413,30 +405,58 @@ class Conversation:
             except KeyboardInterrupt:
                 pass  # Ctrl-C between turns leaves, as at the prompt (inside a turn the loop aborts it)
             return 1 if self.failed else 0
+        except Fail:
+            report = False  # the one error line says it all: no "session: ..." after it
+            raise
         finally:
             self.live.close()
-            report_saved(self.live)
+            if report:
+                report_saved(self.live, self.screen)
 
 
 def interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def read_prompts(live: LiveSession, offer: Callable[[], str] | None = None) -> Iterator[str]:
+def banner(live: LiveSession, model: Model, screen: Screen) -> None:
+    """What a terminal chat starts with: which model, which file, how to get help."""
+    where = str(live.path) if live.created else "not saved (--no-session)" if live.writer is None \
+        else "new (saved at the first reply)"
+    screen.note(f"harnesskit chat · model {model.provider}/{model.model_id}", "banner")
+    screen.note(f"session: {where}", "dim")
+    screen.note("/help for commands · Ctrl-C clears the line · Ctrl-D leaves", "dim")
+
+
+def read_prompts(live: LiveSession, screen: Screen | None = None,
+                 offer: Callable[[], str] | None = None) -> Iterator[str]:
     """Prompts from a terminal (line editing, history of this session's prompts) or a pipe (each
-    line as it arrives, not at EOF). Ctrl-C or Ctrl-D at the prompt ends the chat."""
-    if sys.stdin.isatty() and sys.stdout.isatty():
+    line as it arrives, not at EOF). At the terminal prompt Ctrl-C clears a typed line and leaves
+    on an empty one, as in a shell; Ctrl-D leaves."""
+    if interactive():
         from prompt_toolkit import PromptSession
+        from prompt_toolkit.formatted_text import ANSI
         from prompt_toolkit.history import InMemoryHistory
+        from prompt_toolkit.key_binding import KeyBindings
 
         history = InMemoryHistory()
         for message in live.context().messages:
             if message.get("role") == "user":
                 history.append_string(text_of(message))
-        session: PromptSession[str] = PromptSession(history=history)
+        keys = KeyBindings()
+
+        @keys.add("c-c")
+        def _clear_or_leave(event) -> None:  # noqa: ANN001 - prompt_toolkit's KeyPressEvent
+            if event.current_buffer.text:
+                event.current_buffer.reset()
+            else:
+                event.app.exit(exception=EOFError())
+
+        styled = screen is not None and screen.color
+        prompt = ANSI(click.style("you> ", fg="green", bold=True)) if styled else "you> "
+        session: PromptSession[str] = PromptSession(history=history, key_bindings=keys)
         while True:
             try:
-                yield session.prompt("you> ", default=offer() if offer is not None else "")
+                yield session.prompt(prompt, default=offer() if offer is not None else "")
             except (EOFError, KeyboardInterrupt):
                 return
     else:
@@ -454,13 +474,13 @@ def report_moved(old: Path, new: Path) -> None:
     warn(f"{old} was deleted or replaced during the chat; the whole session goes on in {new}")
 
 
-def report_saved(live: LiveSession) -> None:
+def report_saved(live: LiveSession, screen: Screen) -> None:
     if live.path is None or live.writer is None:
-        echo("session: not saved (--no-session)")
+        screen.note("session: not saved (--no-session)", "dim")
     elif live.created:
-        echo(f"session: {live.path} ({live.saved_messages} messages saved this run)")
+        screen.note(f"session: {live.path} ({live.saved_messages} messages saved this run)", "dim")
     else:
-        echo("session: not created (no reply yet, nothing saved)")
+        screen.note("session: not created (no reply yet, nothing saved)", "dim")
 
 
 def start_new(settings: Settings, model: Model) -> LiveSession:
@@ -478,8 +498,10 @@ def chat(**kwargs: object) -> None:
     """Talk to a model; every message is appended to a new session file as it is finalised.
 
     Interactive with line editing when stdin is a terminal; with a pipe, each line is a prompt
-    (acted on as it arrives); -p runs the given prompts and exits. Type /help in a chat for its
-    commands. Exit 1 after a model error, 130 after Ctrl-C during a -p prompt.
+    (acted on as it arrives); -p runs the given prompts and exits. Only the assistant's answer goes
+    to stdout (--json: the agent's events as JSON Lines); tool lines, status and the session's path
+    go to stderr. Type /help in a chat for its commands. Exit 1 after a model error, 130 after
+    Ctrl-C during a -p prompt.
 
     \b
     Examples:
@@ -488,12 +510,22 @@ def chat(**kwargs: object) -> None:
       printf 'hello\\nwhat is 2+2\\n' | harnesskit chat
       harnesskit chat --model openai:llama3 --base-url http://localhost:11434/v1
       harnesskit chat --model script:replies.yaml --no-session
+      harnesskit chat -p "summarise README.md" > summary.txt
+      harnesskit chat --json -p "what is 12*8" | jq -c 'select(.type == "tool_execution_end")'
+      harnesskit chat --color never
     """
     options = ChatOptions(**kwargs)  # type: ignore[arg-type]
     settings = settings_from(options)
     model = make_model(settings.model_spec, settings)
     live = start_new(settings, model)
-    raise SystemExit(Conversation(live, model, settings).run(options.prompts))
+    screen = screen_for(options)
+    if not options.prompts and interactive():
+        banner(live, model, screen)
+    raise SystemExit(Conversation(live, model, settings, screen).run(options.prompts))
+
+
+def screen_for(options: ChatOptions) -> Screen:
+    return Screen.for_chat(options.color.lower(), options.as_json, interactive() and not options.prompts)
 
 
 def open_live(path: Path, settings: Settings, leaf_ref: str | None) -> LiveSession:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -20,17 +19,19 @@ from .chat import (
     ChatOptions,
     Conversation,
     Settings,
+    banner,
     chat_options,
     identity,
     interactive,
     make_model,
     open_live,
+    screen_for,
     settings_from,
 )
 from .chat import start_new as start_new_session
 from .errors import Fail, warn
 from .refs import session_path
-from .screen import echo
+from .screen import Screen, echo
 
 
 @click.command("continue")
@@ -84,7 +85,10 @@ def continue_(session: str | None, from_ref: str | None, summary: bool | None, p
             warn(f"no session found in {settings.directory()}; starting a new one")
             model = make_model(settings.model_spec, settings)
             live = start_new_session(settings, model)
-            raise SystemExit(Conversation(live, model, settings).run(options.prompts))
+            screen = screen_for(options)
+            if not options.prompts and interactive():
+                banner(live, model, screen)
+            raise SystemExit(Conversation(live, model, settings, screen).run(options.prompts))
     else:
         path = session_path(session, settings.directory())
 
@@ -119,8 +123,11 @@ def continue_(session: str | None, from_ref: str | None, summary: bool | None, p
         live.close()
         raise
     warn_elsewhere(live, settings)
-    announce(live)
-    conversation = Conversation(live, model, settings)
+    screen = screen_for(options)
+    if not options.prompts and interactive():
+        banner(live, model, screen)
+    announce(live, screen)
+    conversation = Conversation(live, model, settings, screen)
     conversation.offer(offered)
     raise SystemExit(conversation.run(options.prompts))
 
@@ -133,7 +140,7 @@ def warn_elsewhere(live: LiveSession, settings: Settings) -> None:
 
 
 def _picked(settings: Settings, everywhere: bool) -> Path:
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    if not interactive():
         raise Fail("--pick needs a terminal; name the session instead (a path, an id prefix or a name)")
     directories = store.all_session_dirs() if everywhere else [settings.directory()]
     summaries = store.list_sessions(directories)
@@ -149,9 +156,9 @@ def _picked(settings: Settings, everywhere: bool) -> Path:
     return chosen
 
 
-def announce(live: LiveSession) -> None:
+def announce(live: LiveSession, screen: Screen) -> None:
     messages = live.context().messages
     roles = " → ".join(str(m.get("role")) for m in messages)
-    echo(f"Restored {len(messages)} messages: {roles}" if messages else "Restored 0 messages")
+    screen.note(f"Restored {len(messages)} messages: {roles}" if messages else "Restored 0 messages")
     if messages:
-        echo(f"Last message: {render.cut(render.one_line(text_of(messages[-1])), 200)}")
+        screen.note(f"Last message: {render.cut(render.one_line(text_of(messages[-1])), 200)}", "dim")

@@ -16,7 +16,7 @@ from .chat import ChatOptions, Conversation, Settings, identity, make_model, ope
 from .continue_ import announce
 from .errors import Fail
 from .inspect import entries_table, header_line
-from .screen import echo
+from .screen import Screen, echo
 
 NEWLINE = b"\n"
 FIRST_RUN = ("hello", "what is 12*8")
@@ -60,7 +60,7 @@ def run_long(settings: Settings, model: Model) -> None:
     settings.compaction = compacting.Limits(CompactionSettings(keep_recent_tokens=LONG_KEEP_RECENT), LONG_WINDOW)
     echo(f"harnesskit demo --long: {LONG_TURNS * 2} prompts in a {LONG_WINDOW}-token window "
                f"(offline demo model); watch for [compacting]")
-    conversation = Conversation(start_new(settings, model), model, settings)
+    conversation = Conversation(start_new(settings, model), model, settings, Screen(notes_to_stderr=False))
     _talk(conversation, tuple(long_prompts()))
     conversation.live.close()
     path = conversation.live.path
@@ -107,7 +107,8 @@ def demo(directory: Path, long_: bool) -> None:
 
     echo("harnesskit demo: a session saved, then restored (offline demo model)")
     echo("\n=== First run: a new session ===")
-    first = Conversation(start_new(settings, model), model, settings)
+    screen = Screen(notes_to_stderr=False)
+    first = Conversation(start_new(settings, model), model, settings, screen)
     _talk(first, FIRST_RUN)
     first.live.close()
     echo(f"\nRun ended, {first.live.saved_messages} messages saved.")
@@ -119,8 +120,8 @@ def demo(directory: Path, long_: bool) -> None:
     if path is None:
         raise Fail(f"no session found in {sessions}")
     live = open_live(path, settings, None)
-    announce(live)
-    second = Conversation(live, model, settings)
+    announce(live, screen)
+    second = Conversation(live, model, settings, screen)
     if second.live.context().model != identity(model):
         raise Fail("the restored session lost its model")
     _talk(second, SECOND_RUN)

@@ -98,6 +98,15 @@ def lock_holder(path: Path) -> int | None:
     return None
 
 
+def is_first_reply(entry: dict) -> bool:
+    """Whether this entry makes a new file worth creating: an assistant message (pi's rule), but
+    not a failure before any reply (connection refused, 401): that leaves no file behind."""
+    message = entry.get("message")
+    if entry.get("type") != "message" or not isinstance(message, dict) or message.get("role") != "assistant":
+        return False
+    return not (message.get("stopReason") == "error" and not message.get("content"))
+
+
 class SessionWriter:
     """Appends entries to one session file.
 
@@ -190,8 +199,7 @@ class SessionWriter:
         line = encode(entry)
         if self._fd is None:
             self._pending.append(line)
-            message = entry.get("message")
-            if entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "assistant":
+            if is_first_reply(entry):
                 self._flush_pending()
             return
         self._write(line)
