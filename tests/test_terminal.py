@@ -92,3 +92,66 @@ def test_pick_needs_a_terminal(env: Env) -> None:
     named(env, "x", "hello")
     result = invoke("continue", "--pick")
     assert result.exit_code == 2 and "--pick needs a terminal" in result.stderr
+
+
+def test_ctrl_c_clears_the_line_then_leaves_on_an_empty_one(env: Env) -> None:
+    child = spawn(env, "chat")
+    child.expect("you>")
+    child.send("what is 12*8")  # typed, not sent
+    child.send(CTRL_C)  # clears it: the chat goes on
+    child.send("hello" + ENTER)
+    child.expect("Hello!")
+    child.expect("you>")
+    child.send(CTRL_C)  # on an empty line: leaves
+    assert finish(child) == 0
+    [path] = session_files(env.home)
+    assert [m["content"][0]["text"] for m in messages_of(read_lines(path)) if m["role"] == "user"] == ["hello"]
+
+
+def test_ctrl_d_leaves(env: Env) -> None:
+    child = spawn(env, "chat")
+    child.expect("you>")
+    child.send(CTRL_D)
+    assert finish(child) == 0
+    assert session_files(env.home) == []
+
+
+def test_banner_names_model_session_and_help(env: Env) -> None:
+    child = spawn(env, "chat", "--color", "never")
+    child.expect("harnesskit chat · model harnesskit/demo")
+    child.expect("session: new")
+    child.expect("/help for commands")
+    child.expect("you>")
+    child.send("hello" + ENTER)
+    child.expect("Hello!")
+    child.send(CTRL_D)
+    assert finish(child) == 0
+    [path] = session_files(env.home)
+    child = spawn(env, "continue", "--color", "never")  # a reopened session is named by its path
+    child.expect_exact(f"session: {path}")
+    child.expect("Restored 2 messages")
+    child.expect("you>")
+    child.send(CTRL_D)
+    assert finish(child) == 0
+
+
+def test_spinner_until_the_first_token(env: Env) -> None:
+    script = env.cwd / "slow.yaml"
+    script.write_text("replies:\n  - text: at last\n    delay: 1.5\n", encoding="utf-8")
+    child = spawn(env, "chat", "--model", f"script:{script}")
+    child.expect("you>")
+    child.send("hi" + ENTER)
+    child.expect("thinking…")  # while the model says nothing
+    child.expect("\x1b\\[Kat last")  # erased before the answer
+    child.expect("you>")
+    child.send(CTRL_D)
+    assert finish(child) == 0
+
+
+def test_colour_on_a_terminal_and_no_color(env: Env) -> None:
+    child = spawn(env, "chat", "-p", "what is 12*8")
+    child.expect("\x1b\\[36m\\[tool\\] calc")  # a terminal: the tool line in colour
+    assert finish(child) == 0
+    child = spawn(env, "chat", "-p", "what is 12*8", NO_COLOR="1")
+    child.expect(pexpect.EOF)
+    assert "[tool] calc" in child.before and "\x1b[36m" not in child.before
