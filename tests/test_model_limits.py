@@ -90,7 +90,7 @@ def test_a_request_ends_at_its_deadline(env: Env, server: FakeServer, responder)
     result = invoke("chat", "--model", "openai:m", "--base-url", server.base_url, "-p", "hi")
     assert time.monotonic() - started < GIVE_UP / 2  # it ended: not when the server gave up
     assert result.exit_code == 1, (result.stdout, result.stderr)
-    errors = [line for line in result.stderr.splitlines() if line]
+    errors = [line for line in result.stderr.splitlines() if line.startswith("harnesskit:")]
     assert len(errors) == 1 and errors[0].startswith("harnesskit: error: timed out after 1s (request_timeout)"), errors
     path = the_session(env)
     assistant = last_assistant(path)
@@ -146,7 +146,7 @@ def test_an_endless_reply_is_cut_at_the_cap_in_bounded_memory(env: Env, server: 
                                "--base-url", server.base_url, "-p", "hi"], env=env.environ(), cwd=env.cwd,
                               stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
-    errors = [line for line in done.stderr.splitlines() if line]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("harnesskit:")]
     assert len(errors) == 1 and "max_reply_bytes (1048576 bytes)" in errors[0], errors
     peak_mb = int(report.read_text().split()[1]) / 1024  # "VmHWM:  123456 kB"
     assert peak_mb < 200, f"peak RSS {peak_mb:.0f} MB for a reply cut at 1 MB (the server offered 300 MB)"

@@ -92,7 +92,7 @@ def test_deleted_then_replaced_file_loses_no_message(env: Env) -> None:
     lines = read_lines(final)
     assert roles(lines) == ["user", "assistant", "user", "assistant", "toolResult", "assistant", "user", "assistant"]
     assert_strict_valid(final)
-    assert f"session: {final} (8 messages saved this run)" in "".join(chat.out)
+    assert f"session: {final} (8 messages saved this run)" in "".join(chat.err)
     assert set(session_files(env.home)) == {second, final}
 
 
@@ -142,7 +142,7 @@ def test_continue_of_a_lost_file_copies_it_whole(env: Env, fate: str) -> None:
     appended = read_lines(copy)[len(original.splitlines()):]
     assert [e["message"]["role"] for e in appended if e["type"] == "message"] == ["user", "assistant"]
     assert_strict_valid(copy)
-    out = "".join(chat.out)
+    out = "".join(chat.err)  # /tree is a note: stdout holds only the answers
     for entry in read_lines(copy)[1:]:  # /tree drew every entry, the other branch included
         assert entry["id"] in out
     assert "error" not in "".join(chat.err).lower()
@@ -220,7 +220,7 @@ def test_the_check_leaves_nothing_behind(env: Env) -> None:
     directory = env.tmp / "fresh" / "sessions"
     result = invoke("chat", "--session-dir", directory, input="/help\n")
     assert result.exit_code == 0, result.stderr
-    assert "not created" in result.stdout
+    assert "not created" in result.stderr
     assert not directory.exists() or list(directory.iterdir()) == []  # no session file, no probe left
 
 
