@@ -151,19 +151,19 @@ def test_continue_and_chat_show_file_and_model_text_visibly(env: Env) -> None:
                     "-p", "go", "-p", "/tree", "-p", "/model")
     assert result.exit_code == 0, result.stderr
     assert_clean(result)
-    out = result.stdout
-    assert "Last message: " in out and EVIL_TEXT_SHOWN in out.split("Last message: ")[1].splitlines()[0]
+    out, notes = result.stdout, result.stderr  # the answers; the chat's notes
+    assert "Last message: " in notes and EVIL_TEXT_SHOWN in notes.split("Last message: ")[1].splitlines()[0]
     assert "reply " + EVIL_SHOWN in out and "done " + EVIL_SHOWN in out  # the streamed replies, exactly
-    assert any(line.startswith("[tool] calc" + EVIL_SHOWN) for line in out.splitlines())
-    assert any(line.startswith("[result] calc" + EVIL_SHOWN) for line in out.splitlines())
-    assert "← leaf" in out  # /tree ran
+    assert any(line.startswith("[tool] calc" + EVIL_SHOWN) for line in notes.splitlines())
+    assert any(line.startswith("[result] calc" + EVIL_SHOWN) for line in notes.splitlines())
+    assert "← leaf" in notes  # /tree ran
     # the warnings quote the file (its cwd; without --model, its model) and stay one line each
-    assert [w for w in result.stderr.splitlines() if "pwned" in w] == result.stderr.splitlines()
-    assert len(result.stderr.splitlines()) == 1
+    warnings = [line for line in notes.splitlines() if line.startswith("harnesskit:")]
+    assert len(warnings) == 1 and "pwned" in warnings[0]
     result = invoke("continue", path, "--no-session", "-p", "hello")
     assert result.exit_code == 0, result.stderr
     assert_clean(result)
-    warnings = result.stderr.splitlines()
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("harnesskit:")]
     assert len(warnings) == 2 and all(w.startswith("harnesskit: warning: ") and "pwned" in w for w in warnings)
 
 
@@ -216,7 +216,7 @@ def test_a_session_with_a_lone_surrogate_can_be_continued(env: Env) -> None:
     result = invoke("continue", path, "-p", "hello", "-p", "odd \udcff prompt", "-p", "what is 12*8")
     assert result.exit_code == 0, (result.stderr, result.exception)
     assert_clean(result)
-    assert r"Last message: The result of 12*8 is 96. (tool said: \ud800 96)" in result.stdout
+    assert r"Last message: The result of 12*8 is 96. (tool said: \ud800 96)" in result.stderr
     assert path.read_bytes().startswith(before)
     lines = read_lines(path)  # every line decodes (strict UTF-8, JSON)
     prompts = [e["message"]["content"][0]["text"] for e in lines[1:]
@@ -247,7 +247,7 @@ def test_a_session_whose_header_holds_a_lone_surrogate_is_listed_and_found(env: 
     result = invoke("continue", "-p", "hello")  # the most recent session here: this one
     assert result.exit_code == 0, result.stderr
     assert_clean(result)
-    assert result.stdout.startswith("Restored ")
+    assert "\nRestored " in result.stderr
     assert read_lines(path)[-1]["message"]["role"] == "assistant"
 
 
