@@ -95,9 +95,9 @@ def test_slash_fork_at_the_first_user_message_defers_the_file(env: Env) -> None:
     user = next(e for e in read_lines(path)[1:] if e["type"] == "message")
     result = invoke("continue", path, "-p", f"/fork {user['id']}", "-p", "/tree")
     assert result.exit_code == 0, result.stderr
-    assert "offered again: Say hello" in result.stdout and "written with the first one" in result.stdout
+    assert "offered again: Say hello" in result.stderr and "written with the first one" in result.stderr
     assert session_files(env.home) == [path]  # nothing written: no reply on that path
-    forked_line = next(line for line in result.stdout.splitlines() if line.startswith("forked to "))
+    forked_line = next(line for line in result.stderr.splitlines() if line.startswith("forked to "))
     forked = Path(forked_line.removeprefix("forked to "))
     assert not forked.exists()
     result = invoke("continue", path, "-p", f"/fork {user['id']}", "-p", "Say hello again")
