@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from harnesskit.agent.models import DEFAULT_MAX_REPLY_BYTES, DEFAULT_REQUEST_TIMEOUT, Provider, parse_spec
 from harnesskit.session.store import home_dir
-from harnesskit.session.writer import FSYNC_POLICIES
+from harnesskit.session.writer import FSYNC_POLICIES, replace_synced
 
 if TYPE_CHECKING:  # ruamel.yaml is imported only when there is a config file to read (start-up)
     from ruamel.yaml import YAML
@@ -326,7 +326,9 @@ def _write(path: Path, data: Any, kept: str) -> None:
             fp.write(kept)
             if data:  # an empty mapping would be written as {}
                 _yaml().dump(data, fp)
-        os.replace(temp, path)
+            fp.flush()
+            os.fsync(fp.fileno())
+        replace_synced(temp, path)
     finally:
         temp.unlink(missing_ok=True)
 

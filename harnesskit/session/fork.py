@@ -19,7 +19,7 @@ from .format import new_entry_id, session_header
 from .loader import Session
 from .store import session_filename
 from .tree import Tree
-from .writer import _fsync_dir, encode, write_all
+from .writer import encode, fsync_dir, write_all
 
 
 class ForkError(Exception):
@@ -201,5 +201,5 @@ def write_fork(source: Session, directory: Path, cwd: str, at: str | None = None
         os.link(temp, path)  # never over an existing file
     finally:
         temp.unlink(missing_ok=True)
-    _fsync_dir(directory)
+    fsync_dir(directory)  # the new name too, as for a chat's new file
     return path

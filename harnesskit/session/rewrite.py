@@ -6,7 +6,6 @@ fully, so a rewrite can never drop a line.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from .fork import has_reply
 from .formats import sniff
 from .loader import Session, SessionError, load_session, open_binary
 from .stream import read_header
-from .writer import SessionLocked, create_synced, encode, lock_holder
+from .writer import create_synced, encode, lock, replace_synced
 
 
 class MigrationRefused(Exception):
@@ -71,10 +70,7 @@ def migrate_file(path: Path) -> Plan:
     temp = path.with_name(f".{path.name}.migrating-{os.getpid()}")
     backup_temp = path.with_name(f".{backup.name}.writing-{os.getpid()}")
     with open(path, "rb") as original:
-        try:
-            fcntl.flock(original.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise SessionLocked(path, lock_holder(path)) from None
+        lock(original.fileno(), path)
         try:
             create_synced(temp, data)
             check = load_session(temp, exact=True)
@@ -83,18 +79,10 @@ def migrate_file(path: Path) -> Plan:
             # FILE.bak is complete or absent (a full disk must not leave a torn one that blocks a retry)
             create_synced(backup_temp, copy_of=original.fileno())
             shutil.copystat(path, backup_temp)
-            os.rename(backup_temp, backup)
-            os.replace(temp, path)
-            _fsync_path(path.parent)
+            os.rename(backup_temp, backup)  # made durable with the replace below: the same directory
+            replace_synced(temp, path)
         finally:
             temp.unlink(missing_ok=True)
             backup_temp.unlink(missing_ok=True)
     return result
 
-
-def _fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -148,7 +148,7 @@ class SessionWriter:
         self._fd = _open_locked(self.path, create)
         self._check_tail = not create  # done at the first append: reopening alone changes no byte
         if create and self.fsync != "never":
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
 
     def _repair_tail(self) -> None:
         """A torn last line must never be glued to our first entry (pi loses both lines there)."""
@@ -179,7 +179,7 @@ class SessionWriter:
             copy_fd(old_fd, new_fd)
             if self.fsync != "never":
                 os.fsync(new_fd)
-                _fsync_dir(directory)
+                fsync_dir(directory)
         except BaseException:
             os.close(new_fd)
             new_path.unlink(missing_ok=True)
@@ -256,13 +256,22 @@ def _open_locked(path: Path, create: bool) -> int:
         flags |= os.O_CREAT | os.O_EXCL
     fd = os.open(path, flags, 0o644)
     try:
+        lock(fd, path)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def lock(fd: int, path: Path) -> None:
+    """The one writer's lock: exclusive, never waited for; held by another process, SessionLocked
+    names it. Closing the descriptor releases it."""
+    try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as error:
-        os.close(fd)
         if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
             raise SessionLocked(path, lock_holder(path)) from None
         raise
-    return fd
 
 
 def _create_fresh(directory: Path, name: str) -> tuple[int, Path]:
@@ -285,14 +294,26 @@ def copy_fd(source: int, target: int, block: int = 1 << 20) -> None:
         offset += len(data)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path, *, must: bool = False) -> None:
+    """Make a new or renamed name in `directory` durable. Best effort for an appended session (some
+    filesystems refuse a directory fsync); `must` for a rewrite, where the rename is the point."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:
+        if must:
+            raise
         return
     try:
         os.fsync(fd)
     except OSError:
-        pass
+        if must:
+            raise
     finally:
         os.close(fd)
+
+
+def replace_synced(temp: Path, path: Path) -> None:
+    """Put the complete, fsynced `temp` at `path` in one step (readers see the old file or the new
+    one, never a mix) and make the rename itself durable."""
+    os.replace(temp, path)
+    fsync_dir(path.parent, must=True)
