@@ -27,7 +27,7 @@ test: lint
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench.py
 
-# The differential test of tests/test_differential.py on 10,000 damaged files (FUZZ_CASES=N for more):
+# The differential test of tests/unit/test_differential.py on 10,000 damaged files (FUZZ_CASES=N for more):
 # prints the counts of cases, crashes, hangs and disagreements, and fails unless all are 0.
 FUZZ_CASES ?= 10000
 fuzz: $(STAMP)

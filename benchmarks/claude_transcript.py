@@ -6,7 +6,7 @@
 Each turn is a prompt, a response streamed over two lines (text, tool_use), a hook progress line and
 a ~16 KB tool result, the shape that makes real transcripts reach gigabytes. Validation and the
 baseline (`json.loads` on each line) each run in a fresh process, so the peak RSS is their own.
-Nothing here is a test: it only prints. (tests/test_harness_memory.py uses `write` for its bound.)
+Nothing here is a test: it only prints. (tests/process/test_harness_memory.py uses `write` for its bound.)
 """
 
 from __future__ import annotations

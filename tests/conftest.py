@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,6 +12,11 @@ from click.testing import CliRunner, Result
 
 from harnesskit.cli import cli
 
+# Tests live in unit/ (the core, no CLI), cli/ (commands through CliRunner) and process/ (real
+# processes, terminals, signals, memory); the helper modules beside this file serve all three, and a
+# few test modules lend their fixtures to others (the fake OpenAI server, the schema cases).
+for _part in ("unit", "cli", "process"):
+    sys.path.insert(0, str(Path(__file__).resolve().parent / _part))
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 V3_DIR = FIXTURES / "pi" / "v3"
 V3_FILES = sorted(V3_DIR.glob("*.jsonl"))

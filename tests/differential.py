@@ -4,7 +4,7 @@
 torn tails, duplicated, reordered and glued lines, CRLF, a BOM, bad UTF-8, deep nesting, lone
 surrogates); `disagreements(path)` says where `continue`'s lazy index (one process and split in
 two) differs from `load_session`, and where `validate`'s split or reader-only pass differs from its
-single fast pass. Shared by tests/test_differential.py (bounded, in `make test`) and
+single fast pass. Shared by tests/unit/test_differential.py (bounded, in `make test`) and
 tests/fuzz_differential.py (`make fuzz`, 10,000 cases and more).
 """
 

@@ -1,4 +1,4 @@
-"""`make fuzz`: the differential test of tests/test_differential.py on many more damaged files.
+"""`make fuzz`: the differential test of tests/unit/test_differential.py on many more damaged files.
 
     python tests/fuzz_differential.py                      # 10,000 cases
     python tests/fuzz_differential.py --cases 50000 --seed 7 --jobs 2 --timeout 30

@@ -24,7 +24,7 @@ from writeside_helpers import Env, isolate
 
 from harnesskit.cli.table import FORMATS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("hk_generate_stream", ROOT / "benchmarks" / "generate.py")
 generate = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(generate)

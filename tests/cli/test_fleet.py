@@ -18,7 +18,7 @@ from writeside_helpers import Env, invoke, isolate
 pytest.importorskip("pyarrow", reason="pyarrow is absent (pip install 'harnesskit[fleet]')")
 pytest.importorskip("duckdb", reason="duckdb is absent (pip install 'harnesskit[fleet]')")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 JOB = ROOT / "examples" / "spark_usage.py"
 
 

@@ -271,7 +271,7 @@ def test_search_works_where_no_index_can_be_written(env: Env) -> None:
 
 
 def _environ(env: Env) -> dict[str, str]:
-    return {**env.environ(), "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    return {**env.environ(), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
 
 
 def test_a_killed_index_leaves_a_usable_database(env: Env) -> None:
@@ -418,8 +418,8 @@ def test_pricing_matches_names_exactly_after_provider_and_date() -> None:
 # ------------------------------------------------------------------ other harnesses
 
 
-OWN_CLAUDE = sorted((Path(__file__).parent.parent / "fixtures" / "claude-code").glob("*.jsonl"))
-OWN_CODEX = sorted((Path(__file__).parent.parent / "fixtures" / "codex").glob("*.jsonl"))
+OWN_CLAUDE = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "claude-code").glob("*.jsonl"))
+OWN_CODEX = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "codex").glob("*.jsonl"))
 
 
 def _place_foreign(env: Env, claude: list[Path], codex: list[Path]) -> dict[str, list[Path]]:

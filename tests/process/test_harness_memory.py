@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("hk_claude_transcript", ROOT / "benchmarks" / "claude_transcript.py")
 generator = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(generator)

@@ -16,7 +16,7 @@ from conftest import ALL_FIXTURES, requires_shared
 
 from harnesskit.session import check, split
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("hk_generate", ROOT / "benchmarks" / "generate.py")
 generate = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(generate)

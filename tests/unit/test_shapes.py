@@ -20,7 +20,7 @@ from test_schemas import ENTRIES, HEADERS, WRONG_VALUES, _mutations, _one_per_sh
 from harnesskit.session import schemas as S
 from harnesskit.session.shapes import proven_header, proven_valid
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("hk_generate_shapes", ROOT / "benchmarks" / "generate.py")
 generate = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(generate)

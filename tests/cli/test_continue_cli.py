@@ -412,7 +412,7 @@ def read_ids_via_inspect(path: Path) -> list[str]:
 @pytest.mark.parametrize("name", ["demo.jsonl", "demo-first-run.jsonl"])
 def test_legacy_tutorial_file_is_refused_for_writing(env: Env, name: str) -> None:
     """A tutorial header with v3 entries under it would be a mixed file pi cannot open."""
-    path = copy_fixture(Path(__file__).parent.parent / "fixtures" / "tutorial" / name, env.tmp / "legacy")
+    path = copy_fixture(Path(__file__).resolve().parents[2] / "fixtures" / "tutorial" / name, env.tmp / "legacy")
     before = stat_key(path)
     line = assert_one_error(invoke("continue", path, "-p", "hello"))
     assert "tutorial v1" in line and "migrate" in line

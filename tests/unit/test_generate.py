@@ -13,7 +13,7 @@ from harnesskit.session.check import check_file
 from harnesskit.session.loader import load_session
 from harnesskit.session.tree import build_context
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("hk_generate_smoke", ROOT / "benchmarks" / "generate.py")
 generate = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(generate)

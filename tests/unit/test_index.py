@@ -20,7 +20,7 @@ from harnesskit.session.index import LazyDecodeError, LazySession, load_for_cont
 from harnesskit.session.loader import SessionError, load_session
 from harnesskit.session.tree import build_context
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("hk_generate_index", ROOT / "benchmarks" / "generate.py")
 generate = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(generate)

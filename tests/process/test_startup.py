@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from writeside_helpers import Env, isolate
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "pi" / "v3"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "pi" / "v3"
 
 _RUN = """
 import json, sys

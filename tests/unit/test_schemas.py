@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from harnesskit.session import schemas as S
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "pi"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "pi"
 V3_FILES = sorted((FIXTURES / "v3").glob("*.jsonl"))
 SCHEMA_ID_BASE = "https://harnesskit.dev/schemas/"
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURE = Path(__file__).parent.parent / "fixtures" / "pi" / "v3" / "s02_continue_tool.jsonl"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "pi" / "v3" / "s02_continue_tool.jsonl"
 
 
 def modules_after(code: str) -> set[str]:

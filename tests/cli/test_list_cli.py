@@ -109,7 +109,7 @@ def test_list_session_dir_and_empty(env: Env) -> None:
 def test_list_skips_junk_and_reads_pi_files(env: Env) -> None:
     directory = env.sessions / encode_cwd(os.getcwd())
     directory.mkdir(parents=True)
-    fixture = Path(__file__).parent.parent / "fixtures" / "pi" / "v3" / "s12_meta_entries.jsonl"
+    fixture = Path(__file__).resolve().parents[2] / "fixtures" / "pi" / "v3" / "s12_meta_entries.jsonl"
     (directory / "a.jsonl").write_bytes(fixture.read_bytes())
     (directory / "junk.jsonl").write_bytes(b"not json\n")
     (directory / "empty.jsonl").write_bytes(b"")

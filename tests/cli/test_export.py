@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import ALL_FIXTURES, V3_DIR, assert_one_line_error, read_objects, write_lines
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 S10 = V3_DIR / "s10_branch_in_file.jsonl"  # two branches, a tool call and its result
 S12 = V3_DIR / "s12_meta_entries.jsonl"  # labels, a session name, custom entries
 S13 = V3_DIR / "s13_compaction.jsonl"

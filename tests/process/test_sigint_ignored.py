@@ -49,7 +49,7 @@ def test_sigint_tests_pass_under_a_pytest_started_with_sigint_ignored(tmp_path: 
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     run = subprocess.run([sys.executable, "-m", "pytest", "-o", "addopts=", "-q", "-p", "no:cacheprovider",
                           "-k", "sigint", str(TESTS / "test_processes.py"), "--basetemp", str(tmp_path / "inner")],
-                         cwd=TESTS.parent, env=env, capture_output=True, text=True, timeout=300,
+                         cwd=TESTS.parents[1], env=env, capture_output=True, text=True, timeout=300,
                          preexec_fn=_ignore_sigint)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "3 passed" in run.stdout, run.stdout[-2000:]
