@@ -22,6 +22,7 @@ from harnesskit.session.format import is_header
 from harnesskit.session.loader import accept_header, load_session, no_header, open_binary
 from harnesskit.session.reader import Diagnostic, iter_lines, line_content, read_records
 from harnesskit.session.tree import Tree, build_context
+from harnesskit.text import escape_json, visible
 
 
 def _asset(name: str) -> str:
@@ -36,6 +37,8 @@ def _escape(data: bytes) -> bytes:
         data = data.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
     if b"\xe2\x80" in data:
         data = data.replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")
+    if b"\x7f" in data or b"\xc2" in data:  # DEL and C1, raw in JSON but not on a terminal (stdout)
+        data = escape_json(data.decode()).encode()
     return data
 
 
@@ -119,7 +122,7 @@ def write_html(path: Path, out: BinaryIO, warn: Callable[[Diagnostic], None]) ->
     script = _asset("page.js")
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     policy = f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:"
-    title = html.escape(str(header.get("id") or path.name))
+    title = html.escape(visible(str(header.get("id") or path.name)))
     out.write(f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{policy}">
@@ -155,6 +158,16 @@ def write_html(path: Path, out: BinaryIO, warn: Callable[[Diagnostic], None]) ->
 # ------------------------------------------------------------------ Markdown
 
 
+class _Visible:
+    """A text stream whose every write is made `visible` first."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+
+    def write(self, text: str) -> int:
+        return self._out.write(visible(text))
+
+
 def _fence(text: str, info: str = "") -> str:
     """A fenced block that no run of backticks inside `text` can close."""
     longest = run = 0
@@ -185,7 +198,15 @@ def _content_md(content: object) -> list[str]:
             parts.append("<details><summary>thinking</summary>\n\n" + _fence(str(block.get("thinking", "")))
                          + "\n</details>\n")
         elif kind == "toolCall":
-            args = orjson.dumps(block.get("arguments", {}), option=orjson.OPT_INDENT_2).decode()
+            try:
+                args = orjson.dumps(block.get("arguments", {}), option=orjson.OPT_INDENT_2).decode()
+            except TypeError:  # lone surrogates, huge integers, deep nesting: the stdlib writes them
+                import json
+
+                from harnesskit.session.reader import room_for_depth
+
+                with room_for_depth():
+                    args = json.dumps(block.get("arguments", {}), indent=2, ensure_ascii=False)
             parts.append(f"**tool call** `{html.escape(str(block.get('name')))}`\n\n" + _fence(args, "json"))
         elif kind == "image":
             parts.append(f"*[image {html.escape(str(block.get('mimeType', '')))}]*\n")
@@ -193,7 +214,10 @@ def _content_md(content: object) -> list[str]:
 
 
 def write_markdown(path: Path, out: TextIO, leaf: str | None, warn: Callable[[Diagnostic], None]) -> int:
-    """The branch to `leaf` (default: the last entry) as Markdown; returns the messages written."""
+    """The branch to `leaf` (default: the last entry) as Markdown; returns the messages written.
+    Everything goes out `visible`: no control byte or lone surrogate from the file, in a file or on
+    a terminal."""
+    out = _Visible(out)
     session = load_session(path)
     for d in session.diagnostics:
         warn(d)

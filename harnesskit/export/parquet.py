@@ -19,7 +19,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harnesskit.session.catalog import json_text
+from harnesskit.session.catalog import count as int64
+from harnesskit.session.catalog import json_text, storable
 from harnesskit.session.migrate import iso_to_ms
 from harnesskit.session.reader import Diagnostic
 from harnesskit.session.usage import message_cost
@@ -55,15 +56,6 @@ def _s(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _n(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    try:
-        return int(value)
-    except (OverflowError, ValueError):
-        return 0
-
-
 def _text(content: object) -> str:
     if isinstance(content, str):
         return content
@@ -85,9 +77,15 @@ class _Table:
     def flush(self) -> None:
         if self.rows:
             columns = list(zip(*self.rows, strict=True))
-            self.writer.write_table(pa.table(
-                {f.name: pa.array(col, type=f.type) for f, col in zip(self.schema, columns, strict=True)},
-                schema=self.schema))
+            arrays = {}
+            for f, col in zip(self.schema, columns, strict=True):
+                # what a session file may hold and Parquet cannot: lone surrogates, integers beyond 64 bits
+                if f.type == pa.string():
+                    col = [storable(v) for v in col]
+                elif f.type == pa.int64():
+                    col = [None if v is None else int64(v) for v in col]
+                arrays[f.name] = pa.array(col, type=f.type)
+            self.writer.write_table(pa.table(arrays, schema=self.schema))
             self.rows.clear()
 
 
@@ -162,7 +160,7 @@ def _export_one(path: Path, tables: dict[str, _Table], stats: ExportStats, warn:
             continue
         role = _s(message.get("role"))
         stamp = message.get("timestamp")
-        time_ms = _n(stamp) if isinstance(stamp, int | float) and not isinstance(stamp, bool) \
+        time_ms = int64(stamp) if isinstance(stamp, int | float) and not isinstance(stamp, bool) \
             else iso_to_ms(entry.get("timestamp"))
         messages += 1
         tables["messages"].add((file, sid, position, entry_id, role, time_ms, _s(message.get("provider")),
@@ -194,8 +192,8 @@ def _add_usage(table: _Table, file: str, sid: str | None, entry_id: str | None, 
                message: dict, usage: dict) -> None:
     from harnesskit.session.catalog import UsageRow, _cost
 
-    counts = [_n(usage.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite")]
-    total = _n(usage.get("totalTokens")) or sum(counts)
+    counts = [int64(usage.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite")]
+    total = int64(usage.get("totalTokens")) or sum(counts)
     own = _cost(usage, counts)
     row = UsageRow(file, sid, None, "pi", entry_id, time_ms, _s(message.get("provider")), _s(message.get("model")),
                    *counts, total, own)

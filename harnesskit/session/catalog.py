@@ -174,7 +174,7 @@ class Found:
 _INT64 = 1 << 63  # SQLite's integers; a count beyond them is no count (a file may say anything)
 
 
-def _number(value: object) -> int:
+def count(value: object) -> int:
     if value.__class__ is int:
         return value if -_INT64 < value < _INT64 else 0  # type: ignore[return-value, operator]
     if value.__class__ is not float:
@@ -227,7 +227,7 @@ def json_text(value: object) -> str:
             return json.dumps(value, ensure_ascii=False)
 
 
-def _clean(value: str | None) -> str | None:
+def storable(value: str | None) -> str | None:
     """Text SQLite can store: a lone surrogate (valid JSON, no valid UTF-8) becomes U+FFFD."""
     return value if value is None or value.isascii() else _SURROGATE.sub("\ufffd", value)
 
@@ -286,9 +286,9 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
                 found.models.append(model)
             usage = message.get("usage")
             if usage.__class__ is dict:
-                counts = [_number(usage.get("input")), _number(usage.get("output")),
-                          _number(usage.get("cacheRead")), _number(usage.get("cacheWrite"))]
-                total = _number(usage.get("totalTokens")) or sum(counts)
+                counts = [count(usage.get("input")), count(usage.get("output")),
+                          count(usage.get("cacheRead")), count(usage.get("cacheWrite"))]
+                total = count(usage.get("totalTokens")) or sum(counts)
                 found.usage.append((_str(entry.get("id")), stamp, _str(message.get("provider")), model, *counts,
                                     total, _cost(usage, counts)))
         elif role == "user" and found.first_user is None:
@@ -543,10 +543,10 @@ class _Batch:
         header = found.header or {}
         session = self.next_session
         self.next_session += 1
-        self.sessions.append((session, _clean(path), harness, _clean(_str(header.get("id"))),
-                              _clean(_str(header.get("cwd"))), _clean(found.name), _clean(found.first_user),
+        self.sessions.append((session, storable(path), harness, storable(_str(header.get("id"))),
+                              storable(_str(header.get("cwd"))), storable(found.name), storable(found.first_user),
                               iso_to_ms(header.get("timestamp")), found.updated_ms, json_text(found.models),
-                              len(found.messages), _clean(_str(header.get("parentSession")))))
+                              len(found.messages), storable(_str(header.get("parentSession")))))
         return session
 
     def extend_session(self, session: int, found: Found) -> None:
@@ -560,16 +560,16 @@ class _Batch:
         self.conn.execute(
             "UPDATE sessions SET name = ?, first_user = ?, updated_ms = ?, models = ?, messages = messages + ?"
             " WHERE rowid = ?",
-            (_clean(found.name) if found.name is not None else name, first_user or _clean(found.first_user), updated,
-             json_text(models), len(found.messages), session))
+            (storable(found.name) if found.name is not None else name,
+             first_user or storable(found.first_user), updated, json_text(models), len(found.messages), session))
 
     def rows(self, session: int, found: Found) -> None:
         first = self.next_message
         self.next_message += len(found.messages)
-        self.messages += [(first + i, session, _clean(m[0]), m[1], _clean(m[2]), m[3], _clean(m[4]), _clean(m[5]))
-                          for i, m in enumerate(found.messages)]
-        self.texts += [(first + i, _clean(m[6])) for i, m in enumerate(found.messages)]
-        self.usage += [(session, _clean(u[0]), u[1], _clean(u[2]), _clean(u[3]), *u[4:]) for u in found.usage]
+        self.messages += [(first + i, session, storable(m[0]), m[1], storable(m[2]), m[3], storable(m[4]),
+                           storable(m[5])) for i, m in enumerate(found.messages)]
+        self.texts += [(first + i, storable(m[6])) for i, m in enumerate(found.messages)]
+        self.usage += [(session, storable(u[0]), u[1], storable(u[2]), storable(u[3]), *u[4:]) for u in found.usage]
 
     def commit(self) -> None:
         conn = self.conn

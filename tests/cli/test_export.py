@@ -321,3 +321,29 @@ def test_a_damaged_line_is_reported_and_left_out(run, tmp_path: Path) -> None:
     page = (tmp_path / "d.html").read_text(encoding="utf-8")
     data = page.split('<script type="application/json" id="hk-entries">', 1)[1].split("</script>", 1)[0]
     assert len(json.loads(data)) == len(lines) - 1
+
+
+HOSTILE_LINES = [
+    '{"type":"session","version":3,"id":"h\\ud800\\u009b","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}',
+    '{"type":"message","id":"00000002","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":'
+    '{"role":"user","content":[{"type":"text","text":"bad \\ud83d \\u001b]0;x\\u0007 \\u007f x"}],'
+    '"timestamp":99999999999999999999999}}',
+    '{"type":"message","id":"00000003","parentId":"00000002","timestamp":"2026-01-01T00:00:00.000Z","message":'
+    '{"role":"assistant","content":[{"type":"toolCall","id":"c","name":"calc","arguments":{"y":"\\ud800",'
+    '"z":123456789012345678901234567890}}],"provider":"p","model":"m\\udfff","usage":{"input":1e400,"output":5,'
+    '"totalTokens":99999999999999999999999},"stopReason":"toolUse","timestamp":2}}',
+]
+
+
+def test_what_no_encoder_takes_still_exports(run, tmp_path: Path) -> None:
+    """Lone surrogates, C1 and DEL, integers beyond 64 bits: valid JSON a session may hold."""
+    source = tmp_path / "hostile.jsonl"
+    source.write_text("\n".join(HOSTILE_LINES) + "\n", encoding="utf-8")
+    page = run("export", source, "--html")
+    assert page.exit_code == 0, page.output
+    assert "\x9b" not in page.stdout and "\x7f" not in page.stdout and "\x1b" not in page.stdout
+    data = page.stdout.split('<script type="application/json" id="hk-entries">', 1)[1].split("</script>", 1)[0]
+    assert json.loads(data)[0]["message"]["content"][0]["text"] == "bad \ud83d \x1b]0;x\x07 \x7f x"
+    md = run("export", source, "--md")
+    assert md.exit_code == 0, md.output
+    assert "\\ud83d" in md.stdout and "\\x1b" in md.stdout and "\x1b" not in md.stdout

@@ -132,3 +132,15 @@ def test_query_errors_are_one_line(env: Env, tmp_path: Path) -> None:
     assert rows(empty, "SELECT count(*) AS n FROM usage") == [{"n": 0}]  # an empty dataset is a dataset
     table = invoke("query", dataset, "SELECT model, sum(total_tokens) AS tokens FROM usage GROUP BY 1 ORDER BY 1")
     assert table.exit_code == 0 and "tokens" in table.stdout.splitlines()[0]
+
+
+def test_what_no_encoder_takes_still_goes_into_parquet(env: Env, tmp_path: Path) -> None:
+    from test_export import HOSTILE_LINES
+
+    source = tmp_path / "hostile.jsonl"
+    source.write_text("\n".join(HOSTILE_LINES) + "\n", encoding="utf-8")
+    result = invoke("export", source, "--parquet", tmp_path / "ds")
+    assert result.exit_code == 0, result.output
+    usage = rows(tmp_path / "ds", "SELECT input, output, total_tokens FROM usage")
+    assert usage == [{"input": 0, "output": 5, "total_tokens": 5}]  # counts beyond 64 bits are no counts
+    assert len(rows(tmp_path / "ds", "SELECT text FROM messages")) == 2
