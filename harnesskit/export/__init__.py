@@ -84,23 +84,27 @@ def stream_entries(path: Path, warn: Callable[[Diagnostic], None]) -> tuple[dict
 
 def _rest(fp: BinaryIO, number: int, warn: Callable[[Diagnostic], None]) -> Iterator[tuple[dict, bytes | None]]:
     """The entries after the header line `number`: a line orjson reads as an entry is taken as it
-    is (its text as written); any other goes through the reader, for the reader's diagnostic."""
+    is (its text as written); any other goes through the reader, for the reader's diagnostic. The
+    loop is every export's cost, so `line_content` and `is_header` are inlined for the common line."""
     loads, error = orjson.loads, orjson.JSONDecodeError
     with fp:
         offset = fp.tell()
         for raw in fp:
             number += 1
-            content, terminated = line_content(raw, number)
-            if terminated:
+            if raw[-1:] == b"\n":
+                content = raw[:-2] if raw[-2:-1] == b"\r" else raw[:-1]
                 try:
                     obj = loads(content)
                 except error:
                     obj = None
-                if obj.__class__ is dict and obj.get("type").__class__ is str:
-                    if not is_header(obj):
-                        yield obj, content
-                    offset += len(raw)
-                    continue
+                if obj.__class__ is dict:
+                    kind = obj.get("type")
+                    if kind.__class__ is str:
+                        if (kind != "session" and kind != "header") or not is_header(obj):
+                            yield obj, content
+                        offset += len(raw)
+                        continue
+            content, terminated = line_content(raw, number)
             for record in read_records(((number, offset, content, terminated),)):
                 if isinstance(record, Diagnostic):
                     warn(record)
