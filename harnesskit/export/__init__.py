@@ -42,6 +42,9 @@ def _escape(data: bytes) -> bytes:
     return data
 
 
+_CHUNK_BYTES = 1 << 20  # the entries escaped and written at once
+
+
 def script_json(value: object) -> bytes:
     """`value` as JSON for a script data element (see `_escape`)."""
     try:
@@ -146,13 +149,24 @@ def write_html(path: Path, out: BinaryIO, warn: Callable[[Diagnostic], None]) ->
 <script type="application/json" id="hk-header">""".encode())
     out.write(script_json(header))
     out.write(b'</script>\n<script type="application/json" id="hk-entries">[')
-    count = 0
+    # Entries go out escaped a chunk at a time (what _escape replaces occurs only inside JSON strings,
+    # never in the ",\n" between entries, and escaping an escaped entry changes nothing).
+    count = held = 0
+    chunk: list[bytes] = []
     write = out.write
+    separator = b""
     for entry, raw in entries:
-        if count:
-            write(b",\n")
-        write(_escape(raw) if raw is not None else script_json(entry))
+        item = raw if raw is not None else script_json(entry)
+        chunk.append(item)
+        held += len(item)
         count += 1
+        if held >= _CHUNK_BYTES:
+            write(separator + _escape(b",\n".join(chunk)))
+            separator = b",\n"
+            chunk.clear()
+            held = 0
+    if chunk:
+        write(separator + _escape(b",\n".join(chunk)))
     write(b"]</script>\n<script>")
     write(script.encode())
     write(b"</script>\n</body></html>\n")
