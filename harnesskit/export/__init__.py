@@ -143,7 +143,7 @@ def write_html(path: Path, out: BinaryIO, warn: Callable[[Diagnostic], None]) ->
 <button data-filter="no-tools">No tools</button><button data-filter="user">User</button>
 <button data-filter="labeled">Labeled</button><button data-filter="all">All</button></div>
 <div id="count"></div></header>
-<div id="tree"><div id="tree-more" class="more-marker"></div></div></aside>
+<div id="tree"><div id="tree-space"></div></div></aside>
 <main><h1 id="title"></h1><div id="meta"></div><table id="totals"></table><div id="branch"></div>
 <div id="messages"><div id="messages-more" class="more-marker"></div></div></main>
 <script type="application/json" id="hk-header">""".encode())
