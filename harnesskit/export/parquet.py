@@ -44,7 +44,7 @@ SCHEMA: dict[str, pa.Schema] = {
                         ("model", _S), ("input", _I), ("output", _I), ("cache_read", _I), ("cache_write", _I),
                         ("total_tokens", _I), ("cost", _F), ("cost_recorded", _B)]),
 }
-BATCH_ROWS = 10_000  # rows held per table before they go out: entries' JSON is most of it
+BATCH_ROWS = 5_000  # rows held per table before they go out: entries' JSON is most of it
 # columns of few distinct values, dictionary-encoded; the others (ids, texts, JSON) gain nothing from it
 _DICTIONARY = ["file", "session_id", "harness", "cwd", "type", "role", "provider", "model", "stop_reason", "name",
                "export_id"]
