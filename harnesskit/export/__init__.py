@@ -42,6 +42,9 @@ def _escape(data: bytes) -> bytes:
     return data
 
 
+_CHUNK_BYTES = 1 << 20  # the entries escaped and written at once
+
+
 def script_json(value: object) -> bytes:
     """`value` as JSON for a script data element (see `_escape`)."""
     try:
@@ -84,23 +87,27 @@ def stream_entries(path: Path, warn: Callable[[Diagnostic], None]) -> tuple[dict
 
 def _rest(fp: BinaryIO, number: int, warn: Callable[[Diagnostic], None]) -> Iterator[tuple[dict, bytes | None]]:
     """The entries after the header line `number`: a line orjson reads as an entry is taken as it
-    is (its text as written); any other goes through the reader, for the reader's diagnostic."""
+    is (its text as written); any other goes through the reader, for the reader's diagnostic. The
+    loop is every export's cost, so `line_content` and `is_header` are inlined for the common line."""
     loads, error = orjson.loads, orjson.JSONDecodeError
     with fp:
         offset = fp.tell()
         for raw in fp:
             number += 1
-            content, terminated = line_content(raw, number)
-            if terminated:
+            if raw[-1:] == b"\n":
+                content = raw[:-2] if raw[-2:-1] == b"\r" else raw[:-1]
                 try:
                     obj = loads(content)
                 except error:
                     obj = None
-                if obj.__class__ is dict and obj.get("type").__class__ is str:
-                    if not is_header(obj):
-                        yield obj, content
-                    offset += len(raw)
-                    continue
+                if obj.__class__ is dict:
+                    kind = obj.get("type")
+                    if kind.__class__ is str:
+                        if (kind != "session" and kind != "header") or not is_header(obj):
+                            yield obj, content
+                        offset += len(raw)
+                        continue
+            content, terminated = line_content(raw, number)
             for record in read_records(((number, offset, content, terminated),)):
                 if isinstance(record, Diagnostic):
                     warn(record)
@@ -136,19 +143,30 @@ def write_html(path: Path, out: BinaryIO, warn: Callable[[Diagnostic], None]) ->
 <button data-filter="no-tools">No tools</button><button data-filter="user">User</button>
 <button data-filter="labeled">Labeled</button><button data-filter="all">All</button></div>
 <div id="count"></div></header>
-<div id="tree"><div id="tree-more" class="more-marker"></div></div></aside>
+<div id="tree"><div id="tree-space"></div></div></aside>
 <main><h1 id="title"></h1><div id="meta"></div><table id="totals"></table><div id="branch"></div>
 <div id="messages"><div id="messages-more" class="more-marker"></div></div></main>
 <script type="application/json" id="hk-header">""".encode())
     out.write(script_json(header))
     out.write(b'</script>\n<script type="application/json" id="hk-entries">[')
-    count = 0
+    # Entries go out escaped a chunk at a time (what _escape replaces occurs only inside JSON strings,
+    # never in the ",\n" between entries, and escaping an escaped entry changes nothing).
+    count = held = 0
+    chunk: list[bytes] = []
     write = out.write
+    separator = b""
     for entry, raw in entries:
-        if count:
-            write(b",\n")
-        write(_escape(raw) if raw is not None else script_json(entry))
+        item = raw if raw is not None else script_json(entry)
+        chunk.append(item)
+        held += len(item)
         count += 1
+        if held >= _CHUNK_BYTES:
+            write(separator + _escape(b",\n".join(chunk)))
+            separator = b",\n"
+            chunk.clear()
+            held = 0
+    if chunk:
+        write(separator + _escape(b",\n".join(chunk)))
     write(b"]</script>\n<script>")
     write(script.encode())
     write(b"</script>\n</body></html>\n")

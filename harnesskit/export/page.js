@@ -77,7 +77,10 @@
     }
   };
   const kindOf = (e) => (e.type === "message" ? `${roleOf(e) ?? "message"}` : String(e.type));
-  const searchText = entries.map((e) => (summaryOf(e) + " " + JSON.stringify(e)).toLowerCase());
+  // built at the first search, not at load: on a large session it is most of the page's start-up
+  let searchText = null;
+  const searchable = () => searchText || (searchText = entries.map((e) => (summaryOf(e) + " " +
+    JSON.stringify(e)).toLowerCase()));
   const isToolOnly = (e) => {
     const m = e.message;
     if (!m) return false;
@@ -144,9 +147,14 @@
   let selected = leaf;
   let onPath = new Set(pathTo(leaf));
   const tree = $("#tree");
-  const CHUNK = 400;
+  const space = $("#tree-space");
+  // Virtual rows: only the rows in view (and a few around) exist in the page, each placed at its
+  // offset in a space as tall as all of them, so a tree of a million entries scrolls like a short one.
+  const ROW = 22; // px, the height .node has in page.css
+  const AROUND = 30;
   let visible = [];
-  let shown = 0;
+  let drawnFrom = -1;
+  let drawnTo = -1;
 
   function rowFor(i) {
     const e = entries[i];
@@ -162,24 +170,32 @@
     row.addEventListener("click", () => select(i));
     return row;
   }
-  function more() {
-    const end = Math.min(shown + CHUNK, visible.length);
+  function paint(force) {
+    const from = Math.max(0, Math.floor(tree.scrollTop / ROW) - AROUND);
+    const to = Math.min(visible.length, Math.ceil((tree.scrollTop + tree.clientHeight) / ROW) + AROUND);
+    if (!force && from === drawnFrom && to === drawnTo) return;
+    drawnFrom = from;
+    drawnTo = to;
     const frag = document.createDocumentFragment();
-    for (; shown < end; shown++) frag.append(rowFor(visible[shown]));
-    tree.insertBefore(frag, $("#tree-more"));
-    $("#tree-more").textContent = shown < visible.length ? `${visible.length - shown} more…` : "";
+    for (let k = from; k < to; k++) {
+      const row = rowFor(visible[k]);
+      row.style.top = `${k * ROW}px`;
+      frag.append(row);
+    }
+    space.replaceChildren(frag);
   }
+  tree.addEventListener("scroll", () => paint(false), { passive: true });
+  new ResizeObserver(() => paint(false)).observe(tree);
   function drawTree() {
     const keep = FILTERS[filter];
     const q = query.toLowerCase();
-    visible = order.filter((i) => keep(entries[i]) && (!q || searchText[i].includes(q)));
-    shown = 0;
-    tree.querySelectorAll(".node").forEach((n) => n.remove());
-    more();
+    const text = q ? searchable() : null;
+    visible = order.filter((i) => keep(entries[i]) && (!q || text[i].includes(q)));
+    space.style.height = `${visible.length * ROW}px`;
+    tree.scrollTop = 0;
+    paint(true);
     $("#count").textContent = `${visible.length} of ${entries.length} entries`;
   }
-  new IntersectionObserver((seen) => { if (seen.some((s) => s.isIntersecting)) more(); })
-    .observe($("#tree-more"));
 
   // ------------------------------------------------------------------ the conversation
   const main = $("#messages");

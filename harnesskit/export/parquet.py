@@ -13,14 +13,15 @@ import os
 import socket
 import uuid
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from harnesskit.session.catalog import _INT64, json_text, storable
 from harnesskit.session.catalog import count as int64
-from harnesskit.session.catalog import json_text, storable
 from harnesskit.session.migrate import iso_to_ms
 from harnesskit.session.reader import Diagnostic
 from harnesskit.session.usage import message_cost
@@ -44,6 +45,9 @@ SCHEMA: dict[str, pa.Schema] = {
                         ("total_tokens", _I), ("cost", _F), ("cost_recorded", _B)]),
 }
 BATCH_ROWS = 5_000  # rows held per table before they go out: entries' JSON is most of it
+# columns of few distinct values, dictionary-encoded; the others (ids, texts, JSON) gain nothing from it
+_DICTIONARY = ["file", "session_id", "harness", "cwd", "type", "role", "provider", "model", "stop_reason", "name",
+               "export_id"]
 
 
 def _json_text(entry: dict) -> str:
@@ -57,36 +61,67 @@ def _s(value: object) -> str | None:
 
 
 def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text") \
-        if isinstance(content, list) else ""
+    if content.__class__ is list:
+        if len(content) == 1:  # most messages: one block
+            block = content[0]
+            if block.__class__ is dict and block.get("type") == "text":
+                text = block.get("text", "")
+                return text if text.__class__ is str else str(text)
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return content if isinstance(content, str) else ""
 
 
 @dataclass
 class _Table:
+    """One table's rows (tuples, turned into columns in C at `flush`), written out as a row group per
+    batch. The writing (encoding, compression: the C++ writer, which lets go of the GIL) runs on
+    `pool` while the next batch is read; one batch per table is in flight at most, so memory stays
+    bounded."""
+
     writer: pq.ParquetWriter
     schema: pa.Schema
+    pool: ThreadPoolExecutor
     rows: list[tuple] = field(default_factory=list)
-
-    def add(self, row: tuple) -> None:
-        self.rows.append(row)
-        if len(self.rows) >= BATCH_ROWS:
-            self.flush()
+    pending: Future | None = None
 
     def flush(self) -> None:
         if self.rows:
-            columns = list(zip(*self.rows, strict=True))
-            arrays = {}
-            for f, col in zip(self.schema, columns, strict=True):
-                # what a session file may hold and Parquet cannot: lone surrogates, integers beyond 64 bits
-                if f.type == pa.string():
-                    col = [storable(v) for v in col]
-                elif f.type == pa.int64():
-                    col = [None if v is None else int64(v) for v in col]
-                arrays[f.name] = pa.array(col, type=f.type)
-            self.writer.write_table(pa.table(arrays, schema=self.schema))
+            columns = zip(*self.rows, strict=True)
+            arrays = [_array(column, f.type) for f, column in zip(self.schema, columns, strict=True)]
+            batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
             self.rows.clear()
+            self.wait()
+            self.pending = self.pool.submit(self.writer.write_batch, batch)
+
+    def wait(self) -> None:
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            pending.result()
+
+    def close(self) -> None:
+        try:
+            self.wait()
+        finally:
+            self.writer.close()
+
+
+def _array(column: tuple, kind: pa.DataType) -> pa.Array:
+    """A column as Arrow, taking the values as they come when they fit (the common case, converted
+    in C). A string column may hold what the entry held (a number, a list, a lone surrogate, which
+    no UTF-8 encodes): then each value goes through `_string`."""
+    try:
+        return pa.array(column, type=kind)
+    except (pa.ArrowTypeError, pa.ArrowInvalid, UnicodeEncodeError):
+        if kind != pa.string():
+            raise
+        return pa.array([_string(v) for v in column], type=kind)
+
+
+def _string(value: object) -> str | None:
+    """A string column's value: text as it is (a lone surrogate made U+FFFD), anything else null."""
+    if value.__class__ is bytes:  # a line as written
+        return value.decode(errors="replace")  # type: ignore[union-attr]
+    return storable(value) if isinstance(value, str) else None
 
 
 @dataclass
@@ -110,14 +145,16 @@ def write_dataset(paths: Iterable[Path], out: Path, warn: Callable[[Diagnostic],
     stats = ExportStats(export_id())
     tables: dict[str, _Table] = {}
     temps: list[tuple[Path, Path]] = []
-    for name, schema in SCHEMA.items():
-        directory = out / name
-        directory.mkdir(parents=True, exist_ok=True)
-        final = directory / f"part-{stats.export_id}.parquet"
-        temp = directory / f".part-{stats.export_id}.parquet.tmp"  # readers of the dataset skip dot files
-        tables[name] = _Table(pq.ParquetWriter(temp, schema, compression="zstd"), schema)
-        temps.append((temp, final))
+    pool = ThreadPoolExecutor(1, thread_name_prefix="parquet")
     try:
+        for name, schema in SCHEMA.items():
+            directory = out / name
+            directory.mkdir(parents=True, exist_ok=True)
+            final = directory / f"part-{stats.export_id}.parquet"
+            temp = directory / f".part-{stats.export_id}.parquet.tmp"  # readers of the dataset skip dot files
+            temps.append((temp, final))
+            tables[name] = _Table(pq.ParquetWriter(temp, schema, compression="zstd", use_dictionary=_DICTIONARY),
+                                  schema, pool)
         for path in paths:
             try:
                 _export_one(path, tables, stats, warn)
@@ -125,20 +162,28 @@ def write_dataset(paths: Iterable[Path], out: Path, warn: Callable[[Diagnostic],
                 stats.skipped.append(str(error))
         for table in tables.values():
             table.flush()
-            table.writer.close()
+        for table in tables.values():
+            table.close()
         for temp, final in temps:
             os.replace(temp, final)  # a dataset never shows half an export
             stats.files.append(final)
     except BaseException:
         for table in tables.values():
-            table.writer.close()
+            try:
+                table.close()
+            except Exception:  # noqa: BLE001 - the first error is the one to raise
+                pass
         for temp, _ in temps:
             temp.unlink(missing_ok=True)
         raise
+    finally:
+        pool.shutdown()
     return stats
 
 
 def _export_one(path: Path, tables: dict[str, _Table], stats: ExportStats, warn: Callable[[Diagnostic], None]) -> None:
+    """One session's rows. The loop is the export's cost, so it appends each entry's values to the
+    columns as they are (they are checked column by column at `_Table.flush`)."""
     from harnesskit.session.formats import sniff
 
     harness = sniff(path)
@@ -148,54 +193,70 @@ def _export_one(path: Path, tables: dict[str, _Table], stats: ExportStats, warn:
     pending_calls: dict[str, tuple] = {}  # tool calls waiting for their result, by call id
     count = messages = 0
     name = None
+    batch = tables["entries"].rows
+    add_entry, add_message = batch.append, tables["messages"].rows.append
+    add_call, add_usage = tables["tool_calls"].rows.append, tables["usage"].rows.append
     for position, (entry, raw) in enumerate(entries):
         count += 1
-        entry_id = _s(entry.get("id"))
-        tables["entries"].add((file, sid, position, entry_id, _s(entry.get("parentId")), _s(entry.get("type")),
-                               _s(entry.get("timestamp")), raw.decode() if raw is not None else _json_text(entry)))
-        if entry.get("type") == "session_info" and isinstance(entry.get("name"), str):
-            name = entry["name"].strip() or None
-        message = entry.get("message") if entry.get("type") == "message" else None
-        if not isinstance(message, dict):
+        get = entry.get
+        entry_id = get("id")
+        kind = get("type")
+        add_entry((file, sid, position, entry_id, get("parentId"), kind, get("timestamp"),
+                   raw if raw is not None else _json_text(entry)))
+        if len(batch) >= BATCH_ROWS:
+            for table in tables.values():
+                table.flush()
+        if kind != "message":
+            if kind == "session_info" and isinstance(get("name"), str):
+                name = entry["name"].strip() or None
             continue
-        role = _s(message.get("role"))
+        message = get("message")
+        if message.__class__ is not dict:
+            continue
+        role = message.get("role")
         stamp = message.get("timestamp")
-        time_ms = int64(stamp) if isinstance(stamp, int | float) and not isinstance(stamp, bool) \
-            else iso_to_ms(entry.get("timestamp"))
+        if stamp.__class__ is int and -_INT64 < stamp < _INT64:
+            time_ms = stamp
+        elif isinstance(stamp, int | float) and not isinstance(stamp, bool):
+            time_ms = int64(stamp)
+        else:
+            time_ms = iso_to_ms(get("timestamp"))
         messages += 1
-        tables["messages"].add((file, sid, position, entry_id, role, time_ms, _s(message.get("provider")),
-                                _s(message.get("model")), _s(message.get("stopReason")),
-                                _text(message.get("content"))))
+        content = message.get("content")
+        add_message((file, sid, position, entry_id, role, time_ms, message.get("provider"), message.get("model"),
+                     message.get("stopReason"), _text(content)))
         if role == "assistant":
-            for block in message.get("content") or []:
-                if isinstance(block, dict) and block.get("type") == "toolCall":
-                    call_id = _s(block.get("id")) or ""
-                    pending_calls[call_id] = (file, sid, entry_id, call_id, _s(block.get("name")),
-                                              json_text(block.get("arguments")))
+            if content.__class__ is list:
+                for block in content:
+                    if block.__class__ is dict and block.get("type") == "toolCall":
+                        call_id = _s(block.get("id")) or ""
+                        pending_calls[call_id] = (file, sid, _s(entry_id), call_id, _s(block.get("name")),
+                                                  json_text(block.get("arguments")))
             usage = message.get("usage")
-            if isinstance(usage, dict):
-                _add_usage(tables["usage"], file, sid, entry_id, time_ms, message, usage)
+            if usage.__class__ is dict:
+                add_usage(_usage_row(file, sid, _s(entry_id), time_ms, message, usage))
         elif role == "toolResult":
             call = pending_calls.pop(_s(message.get("toolCallId")) or "", None)
             if call is not None:
-                tables["tool_calls"].add((*call, entry_id, bool(message.get("isError"))))
+                add_call((*call, _s(entry_id), bool(message.get("isError"))))
     for call in pending_calls.values():  # calls that never got a result
-        tables["tool_calls"].add((*call, None, None))
-    tables["sessions"].add((file, harness, sid, _s(header.get("cwd")), name, iso_to_ms(header.get("timestamp")),
+        add_call((*call, None, None))
+    tables["sessions"].rows.append((file, harness, sid, _s(header.get("cwd")), name, iso_to_ms(header.get("timestamp")),
                             _s(header.get("parentSession")), count, messages, stats.export_id))
     stats.sessions += 1
     stats.entries += count
     stats.messages += messages
 
 
-def _add_usage(table: _Table, file: str, sid: str | None, entry_id: str | None, time_ms: int | None,
-               message: dict, usage: dict) -> None:
+def _usage_row(file: str, sid: str | None, entry_id: str | None, time_ms: int | None, message: dict,
+               usage: dict) -> tuple:
     from harnesskit.session.catalog import UsageRow, _cost
 
-    counts = [int64(usage.get(k)) for k in ("input", "output", "cacheRead", "cacheWrite")]
-    total = int64(usage.get("totalTokens")) or sum(counts)
+    get = usage.get
+    counts = [int64(get("input")), int64(get("output")), int64(get("cacheRead")), int64(get("cacheWrite"))]
+    total = int64(get("totalTokens")) or sum(counts)
     own = _cost(usage, counts)
-    row = UsageRow(file, sid, None, "pi", entry_id, time_ms, _s(message.get("provider")), _s(message.get("model")),
-                   *counts, total, own)
-    table.add((file, sid, entry_id, time_ms, row.provider, row.model, *counts, total, message_cost(row),
-               own is not None))
+    provider, model = _s(message.get("provider")), _s(message.get("model"))
+    cost = own if own is not None else \
+        message_cost(UsageRow(file, sid, None, "pi", entry_id, time_ms, provider, model, *counts, total, own))
+    return (file, sid, entry_id, time_ms, provider, model, *counts, total, cost, own is not None)

@@ -144,3 +144,26 @@ def test_what_no_encoder_takes_still_goes_into_parquet(env: Env, tmp_path: Path)
     usage = rows(tmp_path / "ds", "SELECT input, output, total_tokens FROM usage")
     assert usage == [{"input": 0, "output": 5, "total_tokens": 5}]  # counts beyond 64 bits are no counts
     assert len(rows(tmp_path / "ds", "SELECT text FROM messages")) == 2
+
+
+def test_a_value_of_another_type_is_null_and_the_batch_keeps_the_rest(env: Env, tmp_path: Path) -> None:
+    """A column is converted whole when its values fit; one that does not (a number where text goes,
+    a lone surrogate) sends that column, and only its odd values, through the per-value pass."""
+    header = {"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}
+    odd = {"type": "message", "id": 5, "parentId": ["x"], "timestamp": 7,
+           "message": {"role": "user", "provider": 1, "content": "hi \ud800 there", "timestamp": 3}}
+    plain = {"type": "message", "id": "b", "parentId": None, "timestamp": "2026-01-01T00:00:01.000Z",
+             "message": {"role": "user", "content": [{"type": "text", "text": "plain"}], "timestamp": 4}}
+    source = tmp_path / "odd.jsonl"
+    source.write_text("".join(json.dumps(o) + "\n" for o in (header, plain, odd, plain)), encoding="utf-8")
+    assert invoke("export", source, "--parquet", tmp_path / "ds").exit_code == 0
+    got = rows(tmp_path / "ds", "SELECT entry_id, parent_id, timestamp FROM entries ORDER BY position")
+    assert got == [{"entry_id": "b", "parent_id": None, "timestamp": "2026-01-01T00:00:01.000Z"},
+                   {"entry_id": None, "parent_id": None, "timestamp": None},
+                   {"entry_id": "b", "parent_id": None, "timestamp": "2026-01-01T00:00:01.000Z"}]
+    got = rows(tmp_path / "ds", "SELECT role, provider, time_ms, text FROM messages ORDER BY position")
+    assert got == [{"role": "user", "provider": None, "time_ms": 4, "text": "plain"},
+                   {"role": "user", "provider": None, "time_ms": 3, "text": "hi \ufffd there"},
+                   {"role": "user", "provider": None, "time_ms": 4, "text": "plain"}]
+    written = rows(tmp_path / "ds", "SELECT json FROM entries ORDER BY position")
+    assert [json.loads(r["json"]) for r in written] == [plain, odd, plain]  # each line as written
