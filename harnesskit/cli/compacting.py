@@ -14,9 +14,7 @@ from harnesskit.config import Config
 from harnesskit.session.compaction import (
     CompactionSettings,
     branch_details,
-    branch_summary_payload,
     branch_to_summarise,
-    compaction_payload,
     context_tokens,
     effective_reserve,
     estimate_all,
@@ -76,7 +74,7 @@ def compact(live: LiveSession, model: Model, limits: Limits, instructions: str |
     summary = compaction_summary(model, plan.history, plan.turn_prefix, plan.details, max_tokens=max_tokens,
                                  previous=plan.cut.previous_summary, instructions=instructions,
                                  budget_tokens=max(64, window - max_tokens))
-    entry = live.append("compaction", **compaction_payload(plan, summary))
+    entry = live.append_compaction(summary, plan.first_kept_id, plan.tokens_before, plan.details)
     context = live.context().messages
     return Compacted(entry, len(plan.history) + len(plan.turn_prefix), len(context) - 1, estimate_all(context))
 
@@ -115,6 +113,5 @@ def branch(live: LiveSession, target: str, *, model: Model | None, limits: Limit
     live.branch(navigation.new_leaf)
     entry = None
     if summary is not None:
-        entry = live.append("branch_summary", **branch_summary_payload(navigation.new_leaf, summary,
-                                                                        branch_details(tree, left)))
+        entry = live.append_branch_summary(navigation.new_leaf, summary, branch_details(tree, left))
     return Branched(navigation.new_leaf, navigation.prompt, entry, len(messages))

@@ -13,8 +13,7 @@ from harnesskit.session.index import LazyDecodeError, LazySession, load_for_cont
 
 from . import render
 from .errors import Fail, warn
-from .inspect import open_for_reading, resolve_leaf
-from .refs import session_path
+from .refs import open_for_reading, resolve_leaf, session_path
 from .screen import echo
 
 

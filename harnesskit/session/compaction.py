@@ -168,10 +168,6 @@ class Cut:
     previous_summary: str | None = None  # the summary of the compaction this one builds on
     previous_details: object = None
 
-    @property
-    def split_turn(self) -> bool:
-        return bool(self.turn_prefix)
-
 
 def live_positions(tree: Tree, path: Sequence[int]) -> tuple[list[int], int | None]:
     """The path positions still in the context (after the latest compaction, plus what it kept),
@@ -312,12 +308,6 @@ def plan_compaction(tree: Tree, leaf_id: str | None, settings: CompactionSetting
     return Plan(cut, first_kept_id, context_tokens(tree, context), history, turn_prefix, details)
 
 
-def compaction_payload(plan: Plan, summary: str) -> dict:
-    """The `compaction` entry's payload in pi's key order (type/id/parentId/timestamp come first)."""
-    return {"summary": summary, "firstKeptEntryId": plan.first_kept_id, "tokensBefore": plan.tokens_before,
-            "details": plan.details, "fromHook": False}
-
-
 # ---------------------------------------------------------------- branch summaries
 
 
@@ -367,10 +357,3 @@ def branch_details(tree: Tree, positions: Sequence[int]) -> dict[str, list[str]]
     """The files a branch touched, with those of the summaries inside it."""
     earlier = [tree.entries[p].get("details") for p in positions if tree.types[p] in ("compaction", "branch_summary")]
     return file_operations(messages_at(tree, positions), *earlier)
-
-
-def branch_summary_payload(new_leaf: str | None, summary: str, details: dict) -> dict:
-    """pi's `branch_summary` payload: fromId is the position the branch starts at, "root" when
-    it starts before the first entry (pi 0.73.1, observed)."""
-    return {"fromId": new_leaf if new_leaf is not None else "root", "summary": summary, "details": details,
-            "fromHook": False}

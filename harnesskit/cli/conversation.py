@@ -1,0 +1,391 @@
+"""The conversation driver chat, continue, compact and demo share: prompts in, agent events
+rendered by the screen, every finished message appended through the live session (the loop itself
+knows nothing of files)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import click
+
+from harnesskit.agent.events import AgentEnd, Event
+from harnesskit.agent.loop import drive, run_agent
+from harnesskit.agent.messages import text_of, user_message
+from harnesskit.agent.models import Model
+from harnesskit.agent.summarize import SummaryError
+from harnesskit.session import (
+    ROOT,
+    CannotAppend,
+    EntryNotFound,
+    ForkFailed,
+    LiveSession,
+    SessionError,
+    SessionLocked,
+    fork_point,
+)
+
+from . import compacting, render
+from .errors import Fail, warn
+from .options import ChatOptions, Settings, identity, make_model
+from .refs import open_for_reading
+from .screen import Screen
+
+THINKING_LEVELS = ("off", "minimal", "low", "medium", "high")
+HELP_TEXT = """commands:
+  /help              this list
+  /exit              leave (Ctrl-D, or Ctrl-C on an empty line; Ctrl-C clears a typed line)
+  /tree              the session's branches, leaf marked
+  /label ID NAME     name an entry (ID: id, prefix or label)
+  /name TEXT         name the session
+  /model M           switch model (demo, script:FILE.yaml, openai:MODEL)
+  /branch ID [--summary|--no-summary]
+                     move the leaf: the next message starts a branch at ID (a user message:
+                     at its parent, its text offered again); --summary summarises the branch left
+  /compact [TEXT]    summarise the older messages now (TEXT: what the summary should focus on)
+  /thinking [LEVEL]  show or set the thinking level: off, minimal, low, medium, high
+  /fork [ID]         continue in a new session file holding the path to ID (default: the leaf)"""
+
+
+def tune(model: Model, thinking_level: str, reasoning: str) -> None:
+    """Hand the session's thinking level to a model that can use it (openai: reasoning_effort)."""
+    if hasattr(model, "thinking_level"):
+        model.thinking_level = thinking_level  # type: ignore[attr-defined]
+        model.reasoning = reasoning  # type: ignore[attr-defined]
+
+
+
+class Conversation:
+    """Prompts in, rendered events out, every finished message appended through the live session."""
+
+    def __init__(self, live: LiveSession, model: Model, settings: Settings, screen: Screen | None = None) -> None:
+        self.live = live
+        live.on_move = report_moved
+        self.model = model
+        self.settings = settings
+        self.screen = screen or Screen()
+        self.context = live.context().messages
+        self.failed = False
+        self.aborted = False
+        self._streamed = False
+        self.offered: str | None = None  # a prompt offered again after /branch to a user message
+        tune(model, live.context().thinking_level, settings.reasoning)  # continue restores the level
+
+
+    def _handle(self, event: Event) -> None:
+        try:
+            self.live.on_event(event)  # persist first: the screen may fail, the file must not
+        except OSError as error:  # the session cannot be written (a bad --session-dir, a full disk)
+            raise Fail(f"{self.live.path}: cannot write the session: {error.strerror or error}") from None
+        self.screen.show(event)
+
+    def ask(self, text: str) -> AgentEnd:
+        # the tools' root is where harnesskit runs (or --cwd), never a cwd read from the file
+        events = run_agent(self.context, user_message(text), self.model, self.settings.tools,
+                           cwd=Path(self.settings.cwd), before_request=self._before_request)
+        try:
+            end = drive(events, self._handle)
+        finally:
+            self.screen.stop_spinner()
+        self.screen.end_answer()
+        if self.live.writer is not None:
+            self.live.writer.end_turn()
+        if end.error:
+            self.failed = True
+            self.screen.error(end.error)
+        if end.aborted:
+            self.aborted = True
+            self.screen.note("[aborted]", "dim")
+        return end
+
+    # -- in-chat commands ------------------------------------------------------------------
+    def command(self, line: str) -> bool:
+        """Run a /command; False means leave the chat."""
+        name, _, rest = line[1:].partition(" ")
+        rest = rest.strip()
+        try:
+            if name in ("exit", "quit"):
+                return False
+            if name == "help":
+                self.screen.note(HELP_TEXT)
+            elif name == "tree":
+                tree = self.live.tree
+                for row in render.draw_tree(tree, None, tree.labels(), self.live.leaf_id, render.terminal_width()):
+                    self.screen.note(row)
+            elif name == "label":
+                ref, _, label = rest.partition(" ")
+                if not ref or not label.strip():
+                    raise Fail("usage: /label ID NAME")
+                target = self.live.tree.resolve(ref)
+                self.live.append_label(target, label.strip())
+                self.screen.note(f"labelled {target} {label.strip()!r}")
+            elif name == "name":
+                if not rest:
+                    raise Fail("usage: /name TEXT")
+                self.live.append_session_name(rest)
+                self.screen.note(f"session named {rest!r}")
+            elif name == "model":
+                if not rest:
+                    self.screen.note(f"model: {self.model.provider}/{self.model.model_id}")
+                else:
+                    self.switch_model(make_model(rest, self.settings))
+            elif name == "branch":
+                words = rest.split()
+                flags = {w for w in words if w in ("--summary", "--no-summary")}
+                refs = [w for w in words if w not in flags]
+                if len(refs) != 1 or len(flags) > 1:
+                    raise Fail("usage: /branch ID [--summary|--no-summary]")
+                self.branch(self.live.tree.resolve(refs[0]), summary="--summary" in flags if flags else None)
+            elif name == "compact":
+                self.compact(rest or None)
+            elif name == "thinking":
+                self.thinking(rest)
+            elif name == "fork":
+                self.fork(rest or None)
+            else:
+                raise Fail(f"unknown command /{name} (try /help)")
+        # SessionError: the file changed under a lazy read
+        except (Fail, EntryNotFound, SessionError, SummaryError) as error:
+            message = error.format_message() if isinstance(error, Fail) else str(error)
+            self.screen.error(message)
+        return True
+
+    # -- compaction and branch summaries (session/compaction.py plans, agent/summarize.py writes) --
+    def _before_request(self, context: list[dict]) -> None:
+        """Before every model request: compact when the context nears the window (pi's trigger)."""
+        tokens = compacting.over_threshold(self.live, self.model, self.settings.compaction)
+        if tokens is None:
+            return
+        limits = self.settings.compaction
+        self.screen.note(f"[compacting: ~{tokens} tokens in context, above {limits.threshold(self.model)} "
+                   f"of a {limits.window(self.model)} window]")
+        try:
+            done = compacting.compact(self.live, self.model, self.settings.compaction)
+        except SummaryError as error:
+            warn(f"{error}; going on without compacting")
+            return
+        if done is not None:
+            context[:] = self.live.context().messages
+            self._report_compaction(done)
+
+    def _report_compaction(self, done: compacting.Compacted) -> None:
+        self.screen.note(f"[compacted: {done.summarised} messages summarised, {done.kept} kept; "
+                   f"~{done.tokens_after} tokens now]")
+
+    def compact(self, instructions: str | None) -> None:
+        done = compacting.compact(self.live, self.model, self.settings.compaction, instructions)
+        if done is None:
+            raise Fail("nothing to compact yet: the context fits in the messages a compaction keeps")
+        self.context = self.live.context().messages
+        self._report_compaction(done)
+
+    def thinking(self, level: str) -> None:
+        if not level:
+            self.screen.note(f"thinking: {self.live.context().thinking_level}")
+            return
+        if level not in THINKING_LEVELS:
+            raise Fail(f"thinking level must be one of {', '.join(THINKING_LEVELS)}, not {level!r}")
+        if level != self.live.context().thinking_level:
+            self.live.append_thinking_level(level)
+        tune(self.model, level, self.settings.reasoning)
+        self.screen.note(f"thinking: {level}")
+
+    def branch(self, target: str, *, summary: bool | None) -> None:
+        """pi's tree navigation; `summary` None asks at a terminal (y/N), else no summary."""
+        if summary is None:
+            summary = interactive() and click.confirm("Summarise the branch being left?", default=False)
+        done = compacting.branch(self.live, target, model=self.model if summary else None,
+                                 limits=self.settings.compaction)
+        self.context = self.live.context().messages
+        where = done.new_leaf or "the start (a new root)"
+        note = f"; branch of {done.left} messages summarised" if done.entry is not None else ""
+        self.screen.note(f"leaf moved to {where}{note}; {len(self.context)} messages in context")
+        self.offer(done.prompt)
+
+    def offer(self, prompt: str | None) -> None:
+        """A user message's text given back after moving before it (pre-filled at a terminal)."""
+        if prompt is not None:
+            self.offered = prompt
+            self.screen.note(f"offered again: {render.cut(render.one_line(prompt), 200)}")
+
+    def switch_model(self, model: Model) -> None:
+        if identity(model) != identity(self.model):
+            self.live.append_model_change(model.provider, model.model_id)
+        tune(model, self.live.context().thinking_level, self.settings.reasoning)
+        self.model = model
+        self.screen.note(f"model: {model.provider}/{model.model_id}")
+
+    def fork(self, ref: str | None) -> None:
+        live = self.live
+        at = live.tree.resolve(ref) if ref else live.leaf_id
+        if at is None:
+            raise Fail("nothing to fork yet: the session is empty")
+        point, offered = fork_point(live.tree, at) if ref else (at, None)
+        try:
+            forked = live.fork(point if point is not None else ROOT, self.settings.directory(), self.settings.cwd,
+                               self.settings.fsync)
+        except ForkFailed as error:
+            self.live = error.session or live
+            raise Fail(str(error)) from None
+        self.live = forked
+        self.context = forked.context().messages
+        forked.uses_model(self.model.provider, self.model.model_id)  # e.g. a switch not written yet
+        if forked.path is None:
+            self.screen.note(f"forked in memory: {len(self.context)} messages in context")
+        else:
+            self.screen.note(f"forked to {forked.path}")
+            if not forked.created:
+                self.screen.note("(no reply on that path yet: the file is written with the first one, as pi does)")
+        self.offer(offered)
+
+    def _take_offer(self) -> str:
+        offered, self.offered = self.offered, None
+        return offered or ""
+
+    # -- the prompt loop --------------------------------------------------------------------
+    def run(self, prompts: tuple[str, ...]) -> int:
+        """Run -p prompts, or read prompts from a terminal / a pipe. Returns the exit code."""
+        report = True
+        try:
+            if prompts:
+                for text in prompts:
+                    if text.startswith("/") and not self.command(text):
+                        break
+                    if text.startswith("/"):
+                        continue
+                    end = self.ask(text)
+                    if end.aborted:
+                        return 130
+                    if end.error:
+                        return 1
+                return 0
+            try:
+                for text in read_prompts(self.live, self.screen, self._take_offer):
+                    if not text.strip():
+                        continue
+                    if text.startswith("/"):
+                        if not self.command(text.strip()):
+                            break
+                        continue
+                    end = self.ask(text)
+                    if not sys.stdin.isatty() and (end.error or end.aborted):
+                        return 130 if end.aborted else 1
+            except KeyboardInterrupt:
+                pass  # Ctrl-C between turns leaves, as at the prompt (inside a turn the loop aborts it)
+            return 1 if self.failed else 0
+        except Fail:
+            report = False  # the one error line says it all: no "session: ..." after it
+            raise
+        finally:
+            self.live.close()
+            if report:
+                report_saved(self.live, self.screen)
+
+
+def interactive() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def banner(live: LiveSession, model: Model, screen: Screen) -> None:
+    """What a terminal chat starts with: which model, which file, how to get help."""
+    where = str(live.path) if live.created else "not saved (--no-session)" if live.writer is None \
+        else "new (saved at the first reply)"
+    screen.note(f"harnesskit chat · model {model.provider}/{model.model_id}", "banner")
+    screen.note(f"session: {where}", "dim")
+    screen.note("/help for commands · Ctrl-C clears the line · Ctrl-D leaves", "dim")
+
+
+def read_prompts(live: LiveSession, screen: Screen | None = None,
+                 offer: Callable[[], str] | None = None) -> Iterator[str]:
+    """Prompts from a terminal (line editing, history of this session's prompts) or a pipe (each
+    line as it arrives, not at EOF). At the terminal prompt Ctrl-C clears a typed line and leaves
+    on an empty one, as in a shell; Ctrl-D leaves."""
+    if interactive():
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.formatted_text import ANSI
+        from prompt_toolkit.history import InMemoryHistory
+        from prompt_toolkit.key_binding import KeyBindings
+
+        history = InMemoryHistory()
+        for message in live.context().messages:
+            if message.get("role") == "user":
+                history.append_string(text_of(message))
+        keys = KeyBindings()
+
+        @keys.add("c-c")
+        def _clear_or_leave(event) -> None:  # noqa: ANN001 - prompt_toolkit's KeyPressEvent
+            if event.current_buffer.text:
+                event.current_buffer.reset()
+            else:
+                event.app.exit(exception=EOFError())
+
+        styled = screen is not None and screen.color
+        prompt = ANSI(click.style("you> ", fg="green", bold=True)) if styled else "you> "
+        session: PromptSession[str] = PromptSession(history=history, key_bindings=keys)
+        while True:
+            try:
+                yield session.prompt(prompt, default=offer() if offer is not None else "")
+            except (EOFError, KeyboardInterrupt):
+                return
+    else:
+        while True:
+            try:
+                line = sys.stdin.readline()
+            except KeyboardInterrupt:
+                return
+            if not line:
+                return
+            yield line.rstrip("\r\n")
+
+
+def report_moved(old: Path, new: Path) -> None:
+    warn(f"{old} was deleted or replaced during the chat; the whole session goes on in {new}")
+
+
+def report_saved(live: LiveSession, screen: Screen) -> None:
+    if live.path is None or live.writer is None:
+        screen.note("session: not saved (--no-session)", "dim")
+    elif live.created:
+        screen.note(f"session: {live.path} ({live.saved_messages} messages saved this run)", "dim")
+    else:
+        screen.note("session: not created (no reply yet, nothing saved)", "dim")
+
+
+def start_new(settings: Settings, model: Model) -> LiveSession:
+    directory = None if settings.options.no_session else settings.directory()
+    try:
+        return LiveSession.new(directory, settings.cwd, settings.fsync, identity(model))
+    except OSError as error:
+        raise Fail(f"{directory}: cannot write the session there: {error.strerror or error} "
+                   f"(choose another --session-dir, or --no-session)") from None
+
+
+def screen_for(options: ChatOptions) -> Screen:
+    return Screen.for_chat(options.color.lower(), options.as_json, interactive() and not options.prompts)
+
+
+def open_live(path: Path, settings: Settings) -> LiveSession:
+    """Reopen a session for writing: load, take the lock (refusing a second writer with the
+    holder's pid, and a file that must not be appended to)."""
+    from harnesskit.session.index import load_for_continue
+
+    session = open_for_reading(str(path), load_for_continue)  # decodes only what the context needs
+    try:
+        return LiveSession.reopen(session, settings.fsync, write=not settings.options.no_session)
+    except CannotAppend as error:
+        raise Fail(str(error)) from None
+    except SessionLocked as error:
+        holder = f"process {error.pid}" if error.pid else "another process"
+        raise Fail(f"{path} is held by {holder} (pid {error.pid or '?'}), which is writing it; "
+                   f"to go on from it in a copy, run: harnesskit fork {path}") from None
+    except OSError as error:
+        raise Fail(f"{path}: cannot open for writing: {error.strerror or error}") from None
+
+
+def announce(live: LiveSession, screen: Screen) -> None:
+    messages = live.context().messages
+    roles = " → ".join(str(m.get("role")) for m in messages)
+    screen.note(f"Restored {len(messages)} messages: {roles}" if messages else "Restored 0 messages")
+    if messages:
+        screen.note(f"Last message: {render.cut(render.one_line(text_of(messages[-1])), 200)}", "dim")
