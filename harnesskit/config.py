@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harnesskit.agent.models import DEFAULT_MAX_REPLY_BYTES, DEFAULT_REQUEST_TIMEOUT, Provider, parse_spec
-from harnesskit.session.store import home_dir
+from harnesskit.session.format import home_dir
 from harnesskit.session.writer import FSYNC_POLICIES, replace_synced
 
 if TYPE_CHECKING:  # ruamel.yaml is imported only when there is a config file to read (start-up)

@@ -7,6 +7,7 @@ failed or interrupted one leaves the file as it was.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harnesskit.agent.models import Model, default_context_window
 from harnesskit.agent.summarize import branch_summary, compaction_summary
@@ -24,7 +25,9 @@ from harnesskit.session.compaction import (
     should_compact,
     summary_max_tokens,
 )
-from harnesskit.session.live import LiveSession
+
+if TYPE_CHECKING:
+    from harnesskit.session.live import LiveSession
 
 
 @dataclass(frozen=True)

@@ -14,22 +14,12 @@ from harnesskit.agent.events import AgentEnd, Event
 from harnesskit.agent.loop import drive, run_agent
 from harnesskit.agent.messages import text_of, user_message
 from harnesskit.agent.models import Model
-from harnesskit.agent.summarize import SummaryError
-from harnesskit.session import (
-    ROOT,
-    CannotAppend,
-    EntryNotFound,
-    ForkFailed,
-    LiveSession,
-    SessionError,
-    SessionLocked,
-    fork_point,
-)
+from harnesskit.session import CannotAppend, EntryNotFound, ForkFailed, LiveSession, SessionLocked
+from harnesskit.text import one_line
 
-from . import compacting, render
+from . import compacting
 from .errors import Fail, warn
 from .options import ChatOptions, Settings, identity, make_model
-from .refs import open_for_reading
 from .screen import Screen
 
 THINKING_LEVELS = ("off", "minimal", "low", "medium", "high")
@@ -110,6 +100,8 @@ class Conversation:
             if name == "help":
                 self.screen.note(HELP_TEXT)
             elif name == "tree":
+                from . import render
+
                 tree = self.live.tree
                 for row in render.draw_tree(tree, None, tree.labels(), self.live.leaf_id, render.terminal_width()):
                     self.screen.note(row)
@@ -145,8 +137,9 @@ class Conversation:
                 self.fork(rest or None)
             else:
                 raise Fail(f"unknown command /{name} (try /help)")
-        # SessionError: the file changed under a lazy read
-        except (Fail, EntryNotFound, SessionError, SummaryError) as error:
+        except Exception as error:
+            if not isinstance(error, recoverable()):
+                raise
             message = error.format_message() if isinstance(error, Fail) else str(error)
             self.screen.error(message)
         return True
@@ -160,6 +153,8 @@ class Conversation:
         limits = self.settings.compaction
         self.screen.note(f"[compacting: ~{tokens} tokens in context, above {limits.threshold(self.model)} "
                    f"of a {limits.window(self.model)} window]")
+        from harnesskit.agent.summarize import SummaryError  # only a compaction can raise it
+
         try:
             done = compacting.compact(self.live, self.model, self.settings.compaction)
         except SummaryError as error:
@@ -206,8 +201,10 @@ class Conversation:
     def offer(self, prompt: str | None) -> None:
         """A user message's text given back after moving before it (pre-filled at a terminal)."""
         if prompt is not None:
+            from .render import cut
+
             self.offered = prompt
-            self.screen.note(f"offered again: {render.cut(render.one_line(prompt), 200)}")
+            self.screen.note(f"offered again: {cut(one_line(prompt), 200)}")
 
     def switch_model(self, model: Model) -> None:
         if identity(model) != identity(self.model):
@@ -221,6 +218,8 @@ class Conversation:
         at = live.tree.resolve(ref) if ref else live.leaf_id
         if at is None:
             raise Fail("nothing to fork yet: the session is empty")
+        from harnesskit.session import ROOT, fork_point
+
         point, offered = fork_point(live.tree, at) if ref else (at, None)
         try:
             forked = live.fork(point if point is not None else ROOT, self.settings.directory(), self.settings.cwd,
@@ -281,6 +280,15 @@ class Conversation:
             self.live.close()
             if report:
                 report_saved(self.live, self.screen)
+
+
+def recoverable() -> tuple[type[Exception], ...]:
+    """What a /command may fail with while the chat goes on (a file changed under a lazy read:
+    SessionError); imported when one fails, not at start-up."""
+    from harnesskit.agent.summarize import SummaryError
+    from harnesskit.session import SessionError
+
+    return (Fail, EntryNotFound, SessionError, SummaryError)
 
 
 def interactive() -> bool:
@@ -370,6 +378,8 @@ def open_live(path: Path, settings: Settings) -> LiveSession:
     holder's pid, and a file that must not be appended to)."""
     from harnesskit.session.index import load_for_continue
 
+    from .refs import open_for_reading
+
     session = open_for_reading(str(path), load_for_continue)  # decodes only what the context needs
     try:
         return LiveSession.reopen(session, settings.fsync, write=not settings.options.no_session)
@@ -388,4 +398,6 @@ def announce(live: LiveSession, screen: Screen) -> None:
     roles = " → ".join(str(m.get("role")) for m in messages)
     screen.note(f"Restored {len(messages)} messages: {roles}" if messages else "Restored 0 messages")
     if messages:
-        screen.note(f"Last message: {render.cut(render.one_line(text_of(messages[-1])), 200)}", "dim")
+        from .render import cut
+
+        screen.note(f"Last message: {cut(one_line(text_of(messages[-1])), 200)}", "dim")

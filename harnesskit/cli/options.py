@@ -14,7 +14,6 @@ import click
 from harnesskit.agent.models import Model, ModelError, Provider, parse_spec, resolve_model
 from harnesskit.agent.tools import Tool, select_tools
 from harnesskit.config import ConfigError, limit, load_config
-from harnesskit.session import store
 from harnesskit.session.writer import FSYNC_POLICIES
 
 from . import compacting
@@ -76,6 +75,8 @@ class Settings:
     reasoning: str = "auto"  # config reasoning_effort: whether /thinking reaches an openai: model
 
     def directory(self) -> Path:
+        from harnesskit.session import store  # not with --no-session (start-up counts)
+
         return store.session_dir(self.cwd, self.session_dir)
 
 

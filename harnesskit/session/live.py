@@ -7,15 +7,17 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harnesskit.agent.events import Event, MessageEnd, TurnEnd
 
 from .format import entry as make_entry
 from .format import iso_now, new_entry_id, session_header
-from .loader import Session
-from .store import session_filename
 from .tree import Context, Tree, build_context
 from .writer import SessionWriter, check_creatable
+
+if TYPE_CHECKING:
+    from .loader import Session
 
 _PLAIN = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
@@ -46,6 +48,14 @@ def refuse_append(session: Session) -> None:
                            f"`harnesskit migrate {path}` first, or `harnesskit fork {path}` to go on in a v3 copy")
 
 
+def file_name(timestamp: str, session_id: str) -> str:
+    """store's name for a session file; store (and what it imports to read files) is loaded only
+    when a file is named: not with --no-session (start-up counts)."""
+    from .store import session_filename
+
+    return session_filename(timestamp, session_id)
+
+
 @dataclass
 class LiveSession:
     """One session file (or none, with --no-session) that a chat appends to."""
@@ -64,9 +74,10 @@ class LiveSession:
 
     def __post_init__(self) -> None:
         if self.writer is not None:
+
             session_id = self.header.get("id")  # from a file: used in a name only if it is a plain word
             stem = session_id if isinstance(session_id, str) and _PLAIN.fullmatch(session_id) else "session"
-            self.writer.fresh_name = lambda: session_filename(iso_now(), stem)
+            self.writer.fresh_name = lambda: file_name(iso_now(), stem)
             self.writer.on_move = self._moved
 
     def _moved(self, old: Path, new: Path) -> None:
@@ -85,7 +96,7 @@ class LiveSession:
         if directory is not None:
             check_creatable(directory)
         header = session_header(cwd, parent_session=parent_session)
-        path = None if directory is None else directory / session_filename(header["timestamp"], header["id"])
+        path = None if directory is None else directory / file_name(header["timestamp"], header["id"])
         writer = None if path is None else SessionWriter(path, header=header, fsync=fsync)
         live = cls(Tree.from_entries([], []), path, writer, None, header, _next_line=2)
         live.append_model_change(model["provider"], model["modelId"])
@@ -100,7 +111,7 @@ class LiveSession:
         if directory is not None:
             check_creatable(directory)
         header = session_header(cwd, parent_session=parent_session)
-        path = None if directory is None else directory / session_filename(header["timestamp"], header["id"])
+        path = None if directory is None else directory / file_name(header["timestamp"], header["id"])
         writer = None if path is None else SessionWriter(path, header=header, fsync=fsync)
         tree = Tree.from_entries(entries, list(range(2, len(entries) + 2)))
         for entry in entries:
