@@ -8,10 +8,8 @@ import click
 
 from harnesskit.agent.models import model_spec
 from harnesskit.agent.summarize import SummaryError
-from harnesskit.session import store
+from harnesskit.session import EntryNotFound, LiveSession, build_context, store
 from harnesskit.session.compaction import navigation_for
-from harnesskit.session.live import LiveSession
-from harnesskit.session.tree import EntryNotFound, build_context
 
 from . import compacting
 from .conversation import Conversation, announce, banner, interactive, open_live, screen_for

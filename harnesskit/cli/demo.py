@@ -7,9 +7,8 @@ from pathlib import Path
 import click
 
 from harnesskit.agent.models import Model
-from harnesskit.session import store
+from harnesskit.session import load_session, store
 from harnesskit.session.compaction import CompactionSettings
-from harnesskit.session.loader import load_session
 
 from . import compacting
 from .conversation import Conversation, announce, open_live, start_new

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import click
 
-from harnesskit.session import store
-from harnesskit.session.fork import ROOT, ForkError, fork_point, write_fork
+from harnesskit.session import ROOT, ForkError, fork_point, store, write_fork
 from harnesskit.session.index import LazyDecodeError, LazySession, load_for_continue
 
 from . import render

@@ -110,3 +110,19 @@ def test_fork_goes_on_in_a_new_file_linked_to_the_old(tmp_path: Path) -> None:
     assert header["parentSession"] == str(live.path.resolve())  # type: ignore[union-attr]
     assert [e["id"] for e in load_session(forked.path).entries][:3] == [e["id"] for e in
                                                                           load_session(live.path).entries]
+
+
+def test_a_failed_fork_gives_back_the_session_open_at_the_same_leaf(tmp_path: Path) -> None:
+    live = LiveSession.new(tmp_path / "a", "/w", "never", MODEL)
+    first = live.append_message(reply("hi"))
+    live.append_message(reply("there"))
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("a file where the fork's directory should be")
+    with pytest.raises(ForkFailed, match="fork failed") as failed:
+        live.fork(first["id"], blocked, "/w", "never")
+    restored = failed.value.session
+    assert restored is not None and restored.path == live.path and restored.leaf_id == live.leaf_id
+    restored.append_session_name("still here")  # its lock is held again: it can be written
+    restored.close()
+    assert [e["type"] for e in load_session(live.path).entries][-1] == "session_info"  # type: ignore[arg-type]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "not-a-directory"]
