@@ -182,9 +182,6 @@ class LiveSession:
 
     def _append(self, kind: str, payload: dict) -> dict:
         entry = make_entry(kind, new_entry_id(self.tree.by_id), self.leaf_id, **payload)
-        if kind in ("custom", "custom_message"):  # pi's key order for these two
-            base = {k: entry.pop(k) for k in ("id", "parentId", "timestamp")}
-            entry.update(base)
         if self.writer is not None:
             self.writer.append(entry)
         self.tree.add(entry, self._next_line)
