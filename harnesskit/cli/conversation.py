@@ -14,7 +14,7 @@ from harnesskit.agent.events import AgentEnd, Event
 from harnesskit.agent.loop import drive, run_agent
 from harnesskit.agent.messages import text_of, user_message
 from harnesskit.agent.models import Model
-from harnesskit.session import CannotAppend, EntryNotFound, ForkFailed, LiveSession, SessionLocked
+from harnesskit.session import CannotAppend, EntryNotFound, ForkFailed, LiveSession
 from harnesskit.text import one_line
 
 from . import compacting
@@ -376,6 +376,7 @@ def screen_for(options: ChatOptions) -> Screen:
 def open_live(path: Path, settings: Settings) -> LiveSession:
     """Reopen a session for writing: load, take the lock (refusing a second writer with the
     holder's pid, and a file that must not be appended to)."""
+    from harnesskit.session import SessionLocked
     from harnesskit.session.index import load_for_continue
 
     from .refs import open_for_reading

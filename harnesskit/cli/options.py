@@ -14,7 +14,7 @@ import click
 from harnesskit.agent.models import Model, ModelError, Provider, parse_spec, resolve_model
 from harnesskit.agent.tools import Tool, select_tools
 from harnesskit.config import ConfigError, limit, load_config
-from harnesskit.session.writer import FSYNC_POLICIES
+from harnesskit.session.format import FSYNC_POLICIES
 
 from . import compacting
 from .errors import Fail

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 _WHERE = {
     "LiveSession": "live", "CannotAppend": "live", "ForkFailed": "live",
-    "SessionLocked": "writer", "FSYNC_POLICIES": "writer",
+    "SessionLocked": "writer", "FSYNC_POLICIES": "format",
     "Session": "loader", "SessionError": "loader", "load_session": "loader",
     "EntryNotFound": "tree", "build_context": "tree",
     "ROOT": "fork", "ForkError": "fork", "fork_point": "fork", "write_fork": "fork",
@@ -25,10 +25,11 @@ __all__ = [  # noqa: RUF022 - grouped as _WHERE is
 
 if TYPE_CHECKING:
     from .fork import ROOT, ForkError, fork_point, write_fork
+    from .format import FSYNC_POLICIES
     from .live import CannotAppend, ForkFailed, LiveSession
     from .loader import Session, SessionError, load_session
     from .tree import EntryNotFound, build_context
-    from .writer import FSYNC_POLICIES, SessionLocked
+    from .writer import SessionLocked
 
 
 def __getattr__(name: str) -> Any:  # noqa: ANN401 - whatever the name is

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 CURRENT_VERSION = 3
+FSYNC_POLICIES = ("always", "turn", "never")  # the writer's durability: fsync every entry, each turn, never
 HIGHEST_READABLE = CURRENT_VERSION
 
 ENTRY_TYPES = (

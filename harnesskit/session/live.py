@@ -14,10 +14,10 @@ from harnesskit.agent.events import Event, MessageEnd, TurnEnd
 from .format import entry as make_entry
 from .format import iso_now, new_entry_id, session_header
 from .tree import Context, Tree, build_context
-from .writer import SessionWriter, check_creatable
 
 if TYPE_CHECKING:
     from .loader import Session
+    from .writer import SessionWriter
 
 _PLAIN = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
@@ -54,6 +54,19 @@ def file_name(timestamp: str, session_id: str) -> str:
     from .store import session_filename
 
     return session_filename(timestamp, session_id)
+
+
+def new_file(directory: Path | None, header: dict, fsync: str) -> tuple[Path | None, SessionWriter | None]:
+    """Where a new session goes, and its writer (neither with --no-session). Whether the directory
+    takes a file is checked now (OSError), before any model is asked: a reply must never stream
+    into nowhere. The writer is loaded only here and on reopen (start-up counts)."""
+    if directory is None:
+        return None, None
+    from .writer import SessionWriter, check_creatable
+
+    check_creatable(directory)
+    path = directory / file_name(header["timestamp"], header["id"])
+    return path, SessionWriter(path, header=header, fsync=fsync)
 
 
 @dataclass
@@ -93,11 +106,8 @@ class LiveSession:
             parent_session: str | None = None) -> LiveSession:
         """A new session; the file itself is written at the first reply, but whether it can be is
         checked now (OSError), before any model is asked: a reply must never stream into nowhere."""
-        if directory is not None:
-            check_creatable(directory)
         header = session_header(cwd, parent_session=parent_session)
-        path = None if directory is None else directory / file_name(header["timestamp"], header["id"])
-        writer = None if path is None else SessionWriter(path, header=header, fsync=fsync)
+        path, writer = new_file(directory, header, fsync)
         live = cls(Tree.from_entries([], []), path, writer, None, header, _next_line=2)
         live.append_model_change(model["provider"], model["modelId"])
         live.append_thinking_level("off")
@@ -108,11 +118,8 @@ class LiveSession:
                parent_session: str | None) -> LiveSession:
         """A fork whose path has no assistant reply yet: its entries wait in the writer with the
         header, and the file appears with the first reply (pi's lazy creation of a branched session)."""
-        if directory is not None:
-            check_creatable(directory)
         header = session_header(cwd, parent_session=parent_session)
-        path = None if directory is None else directory / file_name(header["timestamp"], header["id"])
-        writer = None if path is None else SessionWriter(path, header=header, fsync=fsync)
+        path, writer = new_file(directory, header, fsync)
         tree = Tree.from_entries(entries, list(range(2, len(entries) + 2)))
         for entry in entries:
             if writer is not None:
@@ -124,9 +131,12 @@ class LiveSession:
         """Continue an existing file. Takes its lock now (so a second writer is refused at once);
         writes nothing until something is appended. A file that must not be appended to is refused
         (CannotAppend) when writing."""
+        writer = None
         if write:
+            from .writer import SessionWriter
+
             refuse_append(session)
-        writer = SessionWriter(session.path, header=None, fsync=fsync) if write else None
+            writer = SessionWriter(session.path, header=None, fsync=fsync)
         last_line = max(session.tree.lines, default=session.header_line)
         leaf = leaf_id if leaf_id is not None else session.tree.leaf_id
         return cls(session.tree, session.path, writer, leaf, session.header, _next_line=last_line + 1)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-FSYNC_POLICIES = ("always", "turn", "never")
+from .format import FSYNC_POLICIES
 
 
 class SessionLocked(Exception):

@@ -91,6 +91,7 @@ def test_chat_p_without_a_session_loads_no_reader_of_files(env: Env) -> None:
     assert "harnesskit.agent.models.demo" in modules  # it did run a turn
     assert not modules & {"openai", "prompt_toolkit", "harnesskit.session.loader", "harnesskit.session.reader",
                           "harnesskit.session.store", "harnesskit.session.fork", "harnesskit.session.index",
-                          "harnesskit.session.migrate", "harnesskit.cli.render", "harnesskit.cli.table",
+                          "harnesskit.session.migrate", "harnesskit.session.writer", "harnesskit.cli.render",
+                          "harnesskit.cli.table",
                           "hashlib", "secrets"}
     assert not list(env.tmp.rglob("*.jsonl"))
