@@ -12,16 +12,11 @@ from typing import TYPE_CHECKING
 from harnesskit.agent.models import Model, default_context_window
 from harnesskit.agent.summarize import branch_summary, compaction_summary
 from harnesskit.config import Config
-from harnesskit.session.compaction import (
+from harnesskit.session.tokens import (
     CompactionSettings,
-    branch_details,
-    branch_to_summarise,
     context_tokens,
     effective_reserve,
     estimate_all,
-    messages_at,
-    navigation_for,
-    plan_compaction,
     should_compact,
     summary_max_tokens,
 )
@@ -69,6 +64,8 @@ class Compacted:
 def compact(live: LiveSession, model: Model, limits: Limits, instructions: str | None = None) -> Compacted | None:
     """Summarise what comes before the cut and append the `compaction` entry; None when there is
     nothing to summarise. Raises SummaryError (and writes nothing) when the summary fails."""
+    from harnesskit.session.compaction import plan_compaction  # the cut: only when one is made
+
     plan = plan_compaction(live.tree, live.leaf_id, limits.settings)
     if plan is None:
         return None
@@ -103,6 +100,8 @@ def branch(live: LiveSession, target: str, *, model: Model | None, limits: Limit
     """Move the leaf to `target` as pi's tree navigation does; with a model, summarise the branch
     being left into a `branch_summary` entry at the new position. The summary is made before the
     leaf moves: when it fails, nothing changes."""
+    from harnesskit.session.compaction import branch_details, branch_to_summarise, messages_at, navigation_for
+
     tree = live.tree
     navigation = navigation_for(tree, target)
     left = branch_to_summarise(tree, live.leaf_id, target) if target != live.leaf_id else []

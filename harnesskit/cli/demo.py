@@ -8,7 +8,7 @@ import click
 
 from harnesskit.agent.models import Model
 from harnesskit.session import load_session, store
-from harnesskit.session.compaction import CompactionSettings
+from harnesskit.session.tokens import CompactionSettings
 
 from . import compacting
 from .conversation import Conversation, announce, open_live, start_new

@@ -31,8 +31,8 @@ import harnesskit.cli.options as options_module
 from harnesskit.agent.messages import text_of
 from harnesskit.agent.models import resolve_model
 from harnesskit.agent.summarize import BRANCH_PREAMBLE, PROMPT_HEAD, TURN_NOTE
-from harnesskit.session.compaction import estimate_all
 from harnesskit.session.loader import load_session
+from harnesskit.session.tokens import estimate_all
 from harnesskit.session.tree import build_context
 
 
@@ -443,8 +443,8 @@ def test_a_failed_branch_summary_leaves_the_file_and_the_leaf(env: Env) -> None:
 def test_an_interrupted_branch_summary_writes_nothing(tmp_path: Path) -> None:
     """A Ctrl-C during the summary call: the leaf stays and nothing is appended."""
     from harnesskit.cli import compacting
-    from harnesskit.session.compaction import CompactionSettings
     from harnesskit.session.live import LiveSession
+    from harnesskit.session.tokens import CompactionSettings
 
     class Interrupting:
         api, provider, model_id = "x", "harnesskit", "demo"

@@ -14,19 +14,15 @@ from conftest import V1_LARGE, requires_shared
 
 from harnesskit.agent.messages import assistant_message, tool_result_message, user_message
 from harnesskit.session.compaction import (
-    CompactionSettings,
     branch_to_summarise,
-    context_tokens,
-    estimate_tokens,
     file_operations,
     find_cut,
     navigation_for,
     plan_compaction,
-    should_compact,
-    usage_tokens,
 )
 from harnesskit.session.live import LiveSession
 from harnesskit.session.loader import load_session
+from harnesskit.session.tokens import CompactionSettings, context_tokens, estimate_tokens, should_compact, usage_tokens
 from harnesskit.session.tree import build_context
 
 MODEL = {"provider": "harnesskit", "modelId": "demo"}
