@@ -45,7 +45,6 @@ def tune(model: Model, thinking_level: str, reasoning: str) -> None:
         model.reasoning = reasoning  # type: ignore[attr-defined]
 
 
-
 class Conversation:
     """Prompts in, rendered events out, every finished message appended through the live session."""
 
@@ -57,11 +56,8 @@ class Conversation:
         self.screen = screen or Screen()
         self.context = live.context().messages
         self.failed = False
-        self.aborted = False
-        self._streamed = False
         self.offered: str | None = None  # a prompt offered again after /branch to a user message
         tune(model, live.context().thinking_level, settings.reasoning)  # continue restores the level
-
 
     def _handle(self, event: Event) -> None:
         try:
@@ -85,7 +81,6 @@ class Conversation:
             self.failed = True
             self.screen.error(end.error)
         if end.aborted:
-            self.aborted = True
             self.screen.note("[aborted]", "dim")
         return end
 

@@ -87,7 +87,6 @@ class LiveSession:
 
     def __post_init__(self) -> None:
         if self.writer is not None:
-
             session_id = self.header.get("id")  # from a file: used in a name only if it is a plain word
             stem = session_id if isinstance(session_id, str) and _PLAIN.fullmatch(session_id) else "session"
             self.writer.fresh_name = lambda: file_name(iso_now(), stem)

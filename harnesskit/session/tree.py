@@ -14,10 +14,8 @@ if TYPE_CHECKING:
     from .reader import Diagnostic
 
 
-
 class EntryNotFound(LookupError):
     """An entry reference (id, prefix or label) that names nothing, or more than one thing."""
-
 
 
 def diagnostic(line: int, offset: int, reason: str, code: str, severity: str = "error") -> Diagnostic:
@@ -33,6 +31,7 @@ def to_ms(value: object) -> int | None:
     from .migrate import iso_to_ms
 
     return iso_to_ms(value)
+
 
 @dataclass
 class Tree:
