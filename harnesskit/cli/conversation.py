@@ -14,28 +14,13 @@ from harnesskit.agent.events import AgentEnd, Event
 from harnesskit.agent.loop import drive, run_agent
 from harnesskit.agent.messages import text_of, user_message
 from harnesskit.agent.models import Model
-from harnesskit.session import CannotAppend, EntryNotFound, ForkFailed, LiveSession
+from harnesskit.session import CannotAppend, LiveSession
 from harnesskit.text import one_line
 
 from . import compacting
 from .errors import Fail, warn
-from .options import ChatOptions, Settings, identity, make_model
+from .options import ChatOptions, Settings, identity
 from .screen import Screen
-
-THINKING_LEVELS = ("off", "minimal", "low", "medium", "high")
-HELP_TEXT = """commands:
-  /help              this list
-  /exit              leave (Ctrl-D, or Ctrl-C on an empty line; Ctrl-C clears a typed line)
-  /tree              the session's branches, leaf marked
-  /label ID NAME     name an entry (ID: id, prefix or label)
-  /name TEXT         name the session
-  /model M           switch model (demo, script:FILE.yaml, openai:MODEL)
-  /branch ID [--summary|--no-summary]
-                     move the leaf: the next message starts a branch at ID (a user message:
-                     at its parent, its text offered again); --summary summarises the branch left
-  /compact [TEXT]    summarise the older messages now (TEXT: what the summary should focus on)
-  /thinking [LEVEL]  show or set the thinking level: off, minimal, low, medium, high
-  /fork [ID]         continue in a new session file holding the path to ID (default: the leaf)"""
 
 
 def tune(model: Model, thinking_level: str, reasoning: str) -> None:
@@ -84,60 +69,11 @@ class Conversation:
             self.screen.note("[aborted]", "dim")
         return end
 
-    # -- in-chat commands ------------------------------------------------------------------
     def command(self, line: str) -> bool:
-        """Run a /command; False means leave the chat."""
-        name, _, rest = line[1:].partition(" ")
-        rest = rest.strip()
-        try:
-            if name in ("exit", "quit"):
-                return False
-            if name == "help":
-                self.screen.note(HELP_TEXT)
-            elif name == "tree":
-                from . import render
+        """Run a /command (cli/slash.py); False means leave the chat."""
+        from . import slash
 
-                tree = self.live.tree
-                for row in render.draw_tree(tree, None, tree.labels(), self.live.leaf_id, render.terminal_width()):
-                    self.screen.note(row)
-            elif name == "label":
-                ref, _, label = rest.partition(" ")
-                if not ref or not label.strip():
-                    raise Fail("usage: /label ID NAME")
-                target = self.live.tree.resolve(ref)
-                self.live.append_label(target, label.strip())
-                self.screen.note(f"labelled {target} {label.strip()!r}")
-            elif name == "name":
-                if not rest:
-                    raise Fail("usage: /name TEXT")
-                self.live.append_session_name(rest)
-                self.screen.note(f"session named {rest!r}")
-            elif name == "model":
-                if not rest:
-                    self.screen.note(f"model: {self.model.provider}/{self.model.model_id}")
-                else:
-                    self.switch_model(make_model(rest, self.settings))
-            elif name == "branch":
-                words = rest.split()
-                flags = {w for w in words if w in ("--summary", "--no-summary")}
-                refs = [w for w in words if w not in flags]
-                if len(refs) != 1 or len(flags) > 1:
-                    raise Fail("usage: /branch ID [--summary|--no-summary]")
-                self.branch(self.live.tree.resolve(refs[0]), summary="--summary" in flags if flags else None)
-            elif name == "compact":
-                self.compact(rest or None)
-            elif name == "thinking":
-                self.thinking(rest)
-            elif name == "fork":
-                self.fork(rest or None)
-            else:
-                raise Fail(f"unknown command /{name} (try /help)")
-        except Exception as error:
-            if not isinstance(error, recoverable()):
-                raise
-            message = error.format_message() if isinstance(error, Fail) else str(error)
-            self.screen.error(message)
-        return True
+        return slash.run(self, line)
 
     # -- compaction and branch summaries (session/compaction.py plans, agent/summarize.py writes) --
     def _before_request(self, context: list[dict]) -> None:
@@ -157,41 +93,11 @@ class Conversation:
             return
         if done is not None:
             context[:] = self.live.context().messages
-            self._report_compaction(done)
+            self.report_compaction(done)
 
-    def _report_compaction(self, done: compacting.Compacted) -> None:
+    def report_compaction(self, done: compacting.Compacted) -> None:
         self.screen.note(f"[compacted: {done.summarised} messages summarised, {done.kept} kept; "
                    f"~{done.tokens_after} tokens now]")
-
-    def compact(self, instructions: str | None) -> None:
-        done = compacting.compact(self.live, self.model, self.settings.compaction, instructions)
-        if done is None:
-            raise Fail("nothing to compact yet: the context fits in the messages a compaction keeps")
-        self.context = self.live.context().messages
-        self._report_compaction(done)
-
-    def thinking(self, level: str) -> None:
-        if not level:
-            self.screen.note(f"thinking: {self.live.context().thinking_level}")
-            return
-        if level not in THINKING_LEVELS:
-            raise Fail(f"thinking level must be one of {', '.join(THINKING_LEVELS)}, not {level!r}")
-        if level != self.live.context().thinking_level:
-            self.live.append_thinking_level(level)
-        tune(self.model, level, self.settings.reasoning)
-        self.screen.note(f"thinking: {level}")
-
-    def branch(self, target: str, *, summary: bool | None) -> None:
-        """pi's tree navigation; `summary` None asks at a terminal (y/N), else no summary."""
-        if summary is None:
-            summary = interactive() and click.confirm("Summarise the branch being left?", default=False)
-        done = compacting.branch(self.live, target, model=self.model if summary else None,
-                                 limits=self.settings.compaction)
-        self.context = self.live.context().messages
-        where = done.new_leaf or "the start (a new root)"
-        note = f"; branch of {done.left} messages summarised" if done.entry is not None else ""
-        self.screen.note(f"leaf moved to {where}{note}; {len(self.context)} messages in context")
-        self.offer(done.prompt)
 
     def offer(self, prompt: str | None) -> None:
         """A user message's text given back after moving before it (pre-filled at a terminal)."""
@@ -200,38 +106,6 @@ class Conversation:
 
             self.offered = prompt
             self.screen.note(f"offered again: {cut(one_line(prompt), 200)}")
-
-    def switch_model(self, model: Model) -> None:
-        if identity(model) != identity(self.model):
-            self.live.append_model_change(model.provider, model.model_id)
-        tune(model, self.live.context().thinking_level, self.settings.reasoning)
-        self.model = model
-        self.screen.note(f"model: {model.provider}/{model.model_id}")
-
-    def fork(self, ref: str | None) -> None:
-        live = self.live
-        at = live.tree.resolve(ref) if ref else live.leaf_id
-        if at is None:
-            raise Fail("nothing to fork yet: the session is empty")
-        from harnesskit.session import ROOT, fork_point
-
-        point, offered = fork_point(live.tree, at) if ref else (at, None)
-        try:
-            forked = live.fork(point if point is not None else ROOT, self.settings.directory(), self.settings.cwd,
-                               self.settings.fsync)
-        except ForkFailed as error:
-            self.live = error.session or live
-            raise Fail(str(error)) from None
-        self.live = forked
-        self.context = forked.context().messages
-        forked.uses_model(self.model.provider, self.model.model_id)  # e.g. a switch not written yet
-        if forked.path is None:
-            self.screen.note(f"forked in memory: {len(self.context)} messages in context")
-        else:
-            self.screen.note(f"forked to {forked.path}")
-            if not forked.created:
-                self.screen.note("(no reply on that path yet: the file is written with the first one, as pi does)")
-        self.offer(offered)
 
     def _take_offer(self) -> str:
         offered, self.offered = self.offered, None
@@ -275,15 +149,6 @@ class Conversation:
             self.live.close()
             if report:
                 report_saved(self.live, self.screen)
-
-
-def recoverable() -> tuple[type[Exception], ...]:
-    """What a /command may fail with while the chat goes on (a file changed under a lazy read:
-    SessionError); imported when one fails, not at start-up."""
-    from harnesskit.agent.summarize import SummaryError
-    from harnesskit.session import SessionError
-
-    return (Fail, EntryNotFound, SessionError, SummaryError)
 
 
 def interactive() -> bool:

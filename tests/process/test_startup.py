@@ -92,6 +92,6 @@ def test_chat_p_without_a_session_loads_no_reader_of_files(env: Env) -> None:
     assert not modules & {"openai", "prompt_toolkit", "harnesskit.session.loader", "harnesskit.session.reader",
                           "harnesskit.session.store", "harnesskit.session.fork", "harnesskit.session.index",
                           "harnesskit.session.migrate", "harnesskit.session.writer", "harnesskit.cli.render",
-                          "harnesskit.cli.table", "harnesskit.session.compaction",
+                          "harnesskit.cli.table", "harnesskit.cli.slash", "harnesskit.session.compaction",
                           "hashlib", "secrets"}
     assert not list(env.tmp.rglob("*.jsonl"))
