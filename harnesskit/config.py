@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harnesskit.agent.models import DEFAULT_MAX_REPLY_BYTES, DEFAULT_REQUEST_TIMEOUT, Provider, parse_spec
-from harnesskit.session.store import home_dir
-from harnesskit.session.writer import FSYNC_POLICIES, replace_synced
+from harnesskit.session.format import FSYNC_POLICIES, home_dir
 
 if TYPE_CHECKING:  # ruamel.yaml is imported only when there is a config file to read (start-up)
     from ruamel.yaml import YAML
@@ -328,6 +327,8 @@ def _write(path: Path, data: Any, kept: str) -> None:
                 _yaml().dump(data, fp)
             fp.flush()
             os.fsync(fp.fileno())
+        from harnesskit.session.writer import replace_synced  # only `config set` writes
+
         replace_synced(temp, path)
     finally:
         temp.unlink(missing_ok=True)

@@ -74,3 +74,16 @@ def well_formed(value: object) -> object:
         else:
             into[key] = source  # type: ignore[index]
     return root[0]
+
+
+def one_line(text: str, limit: int | None = None) -> str:
+    """`text` on one line, whitespace collapsed; with a `limit`, only as much of it as shows more
+    than `limit` characters (so a megabyte tool output is never joined to show a row)."""
+    if limit is None or len(text) <= limit + 8:
+        return " ".join(text.split())
+    size = limit + 8
+    while True:
+        head = " ".join(text[:size].split())
+        if len(head) > limit or size >= len(text):
+            return head
+        size *= 4

@@ -10,7 +10,6 @@ the reply can outgrow the model's window.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -47,12 +46,6 @@ class SummaryError(Exception):
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f" [... {len(text) - limit} more characters]"
-
-
-def serialize(messages: Iterable[dict[str, Any]]) -> str:
-    """The conversation as plain labelled text: a summary request is one user message, so the
-    model reads the history rather than continuing it."""
-    return "\n\n".join(serialized(messages))
 
 
 def serialized(messages: Iterable[dict[str, Any]]) -> list[str]:
@@ -118,10 +111,6 @@ def build_prompt(messages: list[dict[str, Any]], *, kind: str = "history", previ
     if not kept and parts:  # even the newest alone is too long: its end
         kept = [parts[-1][len(parts[-1]) - room:] if room else ""]
     return whole(OMITTED + "\n\n".join(reversed(kept)))
-
-
-def request_tokens(prompt: str) -> int:
-    return math.ceil(len(prompt) / 4)
 
 
 def summarize(model: Model, messages: list[dict[str, Any]], *, max_tokens: int, kind: str = "history",

@@ -12,8 +12,9 @@ from harnesskit.agent.models import model_spec
 from harnesskit.agent.summarize import SummaryError
 
 from . import compacting
-from .chat import ChatOptions, make_model, open_live, settings_from
+from .conversation import open_live
 from .errors import FOUND_PROBLEMS, Fail, warn
+from .options import ChatOptions, make_model, settings_from
 from .screen import echo
 
 
@@ -47,7 +48,7 @@ def compact(file: Path, instructions: str | None, keep_recent: int | None, model
         limits = settings.compaction
         settings.compaction = dataclasses.replace(
             limits, settings=dataclasses.replace(limits.settings, keep_recent_tokens=keep_recent))
-    live = open_live(file, settings, None)
+    live = open_live(file, settings)
     try:
         restored = model_spec(live.context().model, settings.providers)
         spec = settings.model_spec if settings.model_given or restored is None else restored

@@ -7,26 +7,22 @@ failed or interrupted one leaves the file as it was.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harnesskit.agent.models import Model, default_context_window
 from harnesskit.agent.summarize import branch_summary, compaction_summary
 from harnesskit.config import Config
-from harnesskit.session.compaction import (
+from harnesskit.session.tokens import (
     CompactionSettings,
-    branch_details,
-    branch_summary_payload,
-    branch_to_summarise,
-    compaction_payload,
     context_tokens,
     effective_reserve,
     estimate_all,
-    messages_at,
-    navigation_for,
-    plan_compaction,
     should_compact,
     summary_max_tokens,
 )
-from harnesskit.session.live import LiveSession
+
+if TYPE_CHECKING:
+    from harnesskit.session.live import LiveSession
 
 
 @dataclass(frozen=True)
@@ -68,6 +64,8 @@ class Compacted:
 def compact(live: LiveSession, model: Model, limits: Limits, instructions: str | None = None) -> Compacted | None:
     """Summarise what comes before the cut and append the `compaction` entry; None when there is
     nothing to summarise. Raises SummaryError (and writes nothing) when the summary fails."""
+    from harnesskit.session.compaction import plan_compaction  # the cut: only when one is made
+
     plan = plan_compaction(live.tree, live.leaf_id, limits.settings)
     if plan is None:
         return None
@@ -76,7 +74,7 @@ def compact(live: LiveSession, model: Model, limits: Limits, instructions: str |
     summary = compaction_summary(model, plan.history, plan.turn_prefix, plan.details, max_tokens=max_tokens,
                                  previous=plan.cut.previous_summary, instructions=instructions,
                                  budget_tokens=max(64, window - max_tokens))
-    entry = live.append("compaction", **compaction_payload(plan, summary))
+    entry = live.append_compaction(summary, plan.first_kept_id, plan.tokens_before, plan.details)
     context = live.context().messages
     return Compacted(entry, len(plan.history) + len(plan.turn_prefix), len(context) - 1, estimate_all(context))
 
@@ -102,6 +100,8 @@ def branch(live: LiveSession, target: str, *, model: Model | None, limits: Limit
     """Move the leaf to `target` as pi's tree navigation does; with a model, summarise the branch
     being left into a `branch_summary` entry at the new position. The summary is made before the
     leaf moves: when it fails, nothing changes."""
+    from harnesskit.session.compaction import branch_details, branch_to_summarise, messages_at, navigation_for
+
     tree = live.tree
     navigation = navigation_for(tree, target)
     left = branch_to_summarise(tree, live.leaf_id, target) if target != live.leaf_id else []
@@ -115,6 +115,5 @@ def branch(live: LiveSession, target: str, *, model: Model | None, limits: Limit
     live.branch(navigation.new_leaf)
     entry = None
     if summary is not None:
-        entry = live.append("branch_summary", **branch_summary_payload(navigation.new_leaf, summary,
-                                                                        branch_details(tree, left)))
+        entry = live.append_branch_summary(navigation.new_leaf, summary, branch_details(tree, left))
     return Branched(navigation.new_leaf, navigation.prompt, entry, len(messages))

@@ -6,32 +6,18 @@ from pathlib import Path
 
 import click
 
-from harnesskit.agent.messages import text_of
 from harnesskit.agent.models import model_spec
 from harnesskit.agent.summarize import SummaryError
-from harnesskit.session import store
+from harnesskit.session import EntryNotFound, LiveSession, build_context, store
 from harnesskit.session.compaction import navigation_for
-from harnesskit.session.live import LiveSession
-from harnesskit.session.tree import EntryNotFound, build_context
 
-from . import compacting, render
-from .chat import (
-    ChatOptions,
-    Conversation,
-    Settings,
-    banner,
-    chat_options,
-    identity,
-    interactive,
-    make_model,
-    open_live,
-    screen_for,
-    settings_from,
-)
-from .chat import start_new as start_new_session
+from . import compacting
+from .conversation import Conversation, announce, banner, interactive, open_live, screen_for
+from .conversation import start_new as start_new_session
 from .errors import Fail, warn
+from .options import ChatOptions, Settings, chat_options, make_model, settings_from
 from .refs import session_path
-from .screen import Screen, echo
+from .screen import echo
 
 
 @click.command("continue")
@@ -92,7 +78,7 @@ def continue_(session: str | None, from_ref: str | None, summary: bool | None, p
     else:
         path = session_path(session, settings.directory())
 
-    live = open_live(path, settings, None)
+    live = open_live(path, settings)
     try:
         target = navigation = None
         if from_ref is not None:
@@ -117,8 +103,7 @@ def continue_(session: str | None, from_ref: str | None, summary: bool | None, p
             except SummaryError as error:
                 raise Fail(f"{path}: {error}; nothing was written", 1) from None
             offered = done.prompt
-        if live.context().model != identity(model):
-            live.defer("model_change", **identity(model))  # written only if this run appends anything
+        live.uses_model(model.provider, model.model_id)  # a switch is written only if this run appends anything
     except BaseException:
         live.close()
         raise
@@ -154,11 +139,3 @@ def _picked(settings: Settings, everywhere: bool) -> Path:
         echo("harnesskit: nothing picked", err=True)
         raise SystemExit(130)
     return chosen
-
-
-def announce(live: LiveSession, screen: Screen) -> None:
-    messages = live.context().messages
-    roles = " → ".join(str(m.get("role")) for m in messages)
-    screen.note(f"Restored {len(messages)} messages: {roles}" if messages else "Restored 0 messages")
-    if messages:
-        screen.note(f"Last message: {render.cut(render.one_line(text_of(messages[-1])), 200)}", "dim")

@@ -7,15 +7,14 @@ from pathlib import Path
 import click
 
 from harnesskit.agent.models import Model
-from harnesskit.session import store
-from harnesskit.session.compaction import CompactionSettings
-from harnesskit.session.loader import load_session
+from harnesskit.session import load_session, store
+from harnesskit.session.tokens import CompactionSettings
 
 from . import compacting
-from .chat import ChatOptions, Conversation, Settings, identity, make_model, open_live, settings_from, start_new
-from .continue_ import announce
+from .conversation import Conversation, announce, open_live, start_new
 from .errors import Fail
-from .inspect import entries_table, header_line
+from .options import ChatOptions, Settings, identity, make_model, settings_from
+from .rows import entries_table, header_line
 from .screen import Screen, echo
 
 NEWLINE = b"\n"
@@ -68,9 +67,10 @@ def run_long(settings: Settings, model: Model) -> None:
     compactions = sum(1 for t in conversation.live.tree.types if t == "compaction")
     echo(f"\nRun ended: {conversation.live.saved_messages} messages saved, {compactions} compaction(s).")
     echo(f"\n=== harnesskit inspect --context {path} ===")
-    from .inspect import inspect
-
-    click.get_current_context().invoke(inspect, file=path, show_context=True)
+    ctx = click.get_current_context()
+    root = ctx.find_root()  # the command found by its name, as `harnesskit inspect` is: no command imports another
+    inspect = root.command.get_command(root, "inspect")  # type: ignore[attr-defined]
+    ctx.invoke(inspect, file=path, show_context=True)
 
 
 @click.command("demo")
@@ -119,7 +119,7 @@ def demo(directory: Path, long_: bool) -> None:
     path = store.most_recent(sessions)
     if path is None:
         raise Fail(f"no session found in {sessions}")
-    live = open_live(path, settings, None)
+    live = open_live(path, settings)
     announce(live, screen)
     second = Conversation(live, model, settings, screen)
     if second.live.context().model != identity(model):

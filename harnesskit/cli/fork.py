@@ -7,14 +7,12 @@ from pathlib import Path
 
 import click
 
-from harnesskit.session import store
-from harnesskit.session.fork import ROOT, ForkError, fork_point, write_fork
+from harnesskit.session import ROOT, ForkError, fork_point, store, write_fork
 from harnesskit.session.index import LazyDecodeError, LazySession, load_for_continue
 
 from . import render
 from .errors import Fail, warn
-from .inspect import open_for_reading, resolve_leaf
-from .refs import session_path
+from .refs import open_for_reading, resolve_leaf, session_path
 from .screen import echo
 
 

@@ -15,72 +15,20 @@ from pathlib import Path
 import click
 
 from harnesskit.session.loader import Session, SessionError, load_session
-from harnesskit.session.migrate import Dialect
 from harnesskit.session.reader import Diagnostic
 from harnesskit.session.stats import StatsCounter, session_stats
 from harnesskit.session.stream import Stream, TreeWatch, open_stream, tree_diagnostics
-from harnesskit.session.tree import EntryNotFound, Tree, build_context
-from harnesskit.text import escape_json, visible
+from harnesskit.session.tree import Tree, build_context
+from harnesskit.text import escape_json
 
 from . import render, table
-from .errors import Fail, warn
+from .errors import Fail
 from .output import emit
-from .refs import session_path
+from .refs import open_for_reading, resolve_leaf, session_path, warn_diagnostic
+from .rows import COLUMNS, RIGHT, describe, entry_row, fit_line, header_line, label_of, shown
 
 JSON_SUMMARY = 240  # characters of `summary` in --json rows (the whole entry is in `entry`)
-COLUMNS = ["line", "id", "parent", "type", "summary"]
-RIGHT = [True, False, False, False, False]
 
-
-def describe(dialect: Dialect, header: dict, entries: int | None = None, name: str | None = None) -> str:
-    parts = [f"session {dialect}"]  # what matters most first: a narrow terminal cuts the end
-    if entries is not None:
-        parts.append(f"entries={entries}")
-    if name:
-        parts.append(f"name={name!r}")
-    parts += [f"id={header.get('id')}", f"cwd={header.get('cwd')}", f"created={header.get('timestamp')}"]
-    if header.get("parentSession"):
-        parts.append(f"parent={header['parentSession']}")
-    return "  ".join(parts)
-
-
-def header_line(session: Session) -> str:
-    return describe(session.dialect, session.header, len(session.entries), session.tree.name())
-
-
-def shown(text: str) -> str:
-    """Text from the file as one safe line: control characters (newline and tab too) spelled out."""
-    return text if text.isprintable() else visible(text).replace("\n", "\\n").replace("\t", "\\t")
-
-
-def _fit(text: str, cols: int | None) -> str:
-    text = shown(text)
-    return text if cols is None else table.fit(text, cols)
-
-
-def warn_diagnostic(path: str | Path, d: Diagnostic) -> None:
-    where = f"line {d.line}: " if d.line > 0 else ""
-    warn(f"{path}: {where}{d.reason}" + (" (skipped)" if d.severity == "error" and d.offset >= 0 else ""))
-
-
-def open_for_reading(path: str, load: Callable[[str], Session] = load_session) -> Session:
-    """Load a session, or fail with one line (exit 2); skipped lines are listed on stderr."""
-    try:
-        session = load(path)
-    except SessionError as error:
-        raise Fail(str(error)) from None
-    for d in session.diagnostics:
-        warn_diagnostic(path, d)
-    return session
-
-
-def resolve_leaf(session: Session, ref: str | None) -> str | None:
-    if ref is None:
-        return session.tree.leaf_id
-    try:
-        return session.tree.resolve(ref)
-    except EntryNotFound as error:
-        raise Fail(f"{session.path}: {error}") from None
 
 
 def entries_reader(session: Session) -> Callable[[list[int]], Iterator[dict]]:
@@ -219,15 +167,8 @@ def entries_layout(fmt: str, cols: int | None, line_width: int) -> table.Layout:
     return table.flexible(fmt, COLUMNS, [max(4, line_width), 8, 8, kind, 0], RIGHT, 4, cols)
 
 
-def _row(line: int, entry: dict, room: int, label: str = "") -> list[str]:
-    entry_id, parent = entry.get("id"), entry.get("parentId")
-    return [str(line), shown((entry_id if type(entry_id) is str else "-") + label),
-            shown(parent) if type(parent) is str else "-", shown(render.entry_kind(entry)),
-            shown(render.entry_summary(entry, room))]  # escapes first: they take columns too
-
-
 def table_rows(stream: Stream, fmt: str, cols: int | None) -> Iterator[str]:
-    yield _fit(describe(stream.dialect, stream.header), cols)
+    yield fit_line(describe(stream.dialect, stream.header), cols)
     layout = entries_layout(fmt, cols, len(str(max(stream.size // 20, 1))))
     room = layout.widths[4]
     yield from layout.head()
@@ -238,9 +179,9 @@ def table_rows(stream: Stream, fmt: str, cols: int | None) -> Iterator[str]:
         leaf = entry.get("id")
         if entry["type"] == "session_info" and isinstance(entry.get("name"), str):
             name = entry["name"].strip() or None
-        yield row(_row(line, entry, room))
+        yield row(entry_row(line, entry, room))
     yield from layout.end()
-    yield _fit("  ".join([f"entries={count}", f"leaf={leaf if isinstance(leaf, str) else '-'}",
+    yield fit_line("  ".join([f"entries={count}", f"leaf={leaf if isinstance(leaf, str) else '-'}",
                           *([f"name={name!r}"] if name else [])]), cols)
 
 
@@ -306,17 +247,12 @@ def path_lines(session: Session, leaf: str | None, fmt: str, cols: int | None, a
             entry_id = tree.ids[pos]
             yield render.json_line(json_row(tree.lines[pos], get(pos), entry_id == leaf, labels.get(entry_id or "")))
         return
-    yield _fit(header_line(session), cols)
+    yield fit_line(header_line(session), cols)
     widths = entries_layout(fmt, cols, len(str(max(tree.lines, default=1)))).widths
     widths[1] = min(max([8, *(table.display_width(f"{t} [{n}]") for t, n in labels.items())]), 40)
     layout = table.flexible(fmt, COLUMNS, widths, RIGHT, 4, cols)
-    yield from table.render(layout, (_row(tree.lines[pos], get(pos), layout.widths[4], _label(tree, pos, labels))
+    yield from table.render(layout, (entry_row(tree.lines[pos], get(pos), layout.widths[4], label_of(tree, pos, labels))
                                      for pos in path))
-
-
-def _label(tree: Tree, pos: int, labels: dict[str, str]) -> str:
-    entry_id = tree.ids[pos]
-    return f" [{labels[entry_id]}]" if entry_id in labels else ""
 
 
 def tree_lines(session: Session, leaf_ref: str | None, leaf: str | None, cols: int | None,
@@ -333,7 +269,7 @@ def tree_lines(session: Session, leaf_ref: str | None, leaf: str | None, cols: i
             row["children"] = [tree.ids[c] for c in kids.get(pos, [])]
             yield render.json_line(row)
         return
-    yield _fit(header_line(session), cols)
+    yield fit_line(header_line(session), cols)
     yield from render.draw_tree(tree, path, labels, leaf, cols, entries_reader(session))
 
 
@@ -344,9 +280,9 @@ def context_lines(session: Session, leaf: object, fmt: str, cols: int | None, as
         for message in context.messages:
             yield render.json_line(message)
         return
-    yield _fit(header_line(session), cols)
+    yield fit_line(header_line(session), cols)
     model = context.model or {}
-    yield _fit(f"context from leaf {context.leaf_id}: {len(context.messages)} messages, "
+    yield fit_line(f"context from leaf {context.leaf_id}: {len(context.messages)} messages, "
                f"model {model.get('provider')}/{model.get('modelId')}, thinking {context.thinking_level}", cols)
     room = 1000 if cols is None else cols
     rows = [[str(i + 1), shown(str(m.get("role"))), shown(render.message_summary(m, room))]
@@ -394,7 +330,7 @@ def _stats_table(stats: dict, head: str, fmt: str, cols: int | None, as_json: bo
     if as_json:
         yield render.json_line(stats)
         return
-    yield _fit(head, cols)
+    yield fit_line(head, cols)
     summary = [[k, str(stats[k])] for k in ("entries", "roots", "branch_points", "leaves", "depth", "cost")]
     yield from table.render(table.fitted(fmt, ["stat", "value"], summary, [False, True]), summary)
     for title, key in (("type", "types"), ("role", "roles"), ("tool", "tool_calls"), ("tokens", "tokens")):
@@ -402,14 +338,3 @@ def _stats_table(stats: dict, head: str, fmt: str, cols: int | None, as_json: bo
             yield ""
             rows = [[shown(str(k)), str(v)] for k, v in stats[key].items()]
             yield from table.render(table.fitted(fmt, [title, "count"], rows, [False, True], 0, cols), rows)
-
-
-def entries_table(session: Session, path: list[int] | None, fmt: str, cols: int | None) -> str:
-    """One row per entry (or per entry of `path`) of a loaded session: line, id (+label), parent,
-    type, summary."""
-    tree = session.tree
-    labels = tree.labels()
-    positions = path if path is not None else range(len(tree))
-    room = 1000 if cols is None else cols
-    rows = [_row(tree.lines[pos], session.entries[pos], room, _label(tree, pos, labels)) for pos in positions]
-    return "\n".join(table.render(table.fitted(fmt, COLUMNS, rows, RIGHT, 4, cols), rows))

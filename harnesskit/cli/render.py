@@ -9,27 +9,12 @@ from collections.abc import Callable, Iterable, Iterator
 
 import orjson
 
-from harnesskit.session.migrate import iso_to_ms
-from harnesskit.session.reader import room_for_depth
 from harnesskit.session.tree import Tree
-from harnesskit.text import escape_json, visible
+from harnesskit.text import escape_json, one_line, visible
 
 from .table import fit
 
 BASE_KEYS = {"type", "id", "parentId", "timestamp"}
-
-
-def one_line(text: str, limit: int | None = None) -> str:
-    """`text` on one line, whitespace collapsed; with a `limit`, only as much of it as shows more
-    than `limit` characters (so a megabyte tool output is never joined to show a row)."""
-    if limit is None or len(text) <= limit + 8:
-        return " ".join(text.split())
-    size = limit + 8
-    while True:
-        head = " ".join(text[:size].split())
-        if len(head) > limit or size >= len(text):
-            return head
-        size *= 4
 
 
 def compact(value: object) -> str:
@@ -38,6 +23,8 @@ def compact(value: object) -> str:
     try:
         return orjson.dumps(value).decode()
     except TypeError:
+        from harnesskit.session.reader import room_for_depth
+
         with room_for_depth():
             return repr(value)
 
@@ -157,6 +144,8 @@ def _cell(value: object) -> object:
 
 def by_time(tree: Tree, siblings: list[int]) -> list[int]:
     """Siblings oldest first, as pi's getTree sorts them; equal or unreadable times keep file order."""
+    from harnesskit.session.migrate import iso_to_ms
+
     def key(pos: int) -> tuple[bool, int]:
         ms = iso_to_ms(tree.entries[pos].get("timestamp"))
         return (ms is None, ms or 0)  # no readable time: after every real one
@@ -246,6 +235,8 @@ def json_line(obj: object) -> str:
         data = orjson.dumps(obj)
     except TypeError:  # also more than orjson's 254 levels (the reader reads up to 1024)
         import json
+
+        from harnesskit.session.reader import room_for_depth
 
         with room_for_depth():
             return escape_json(json.dumps(obj, ensure_ascii=False))

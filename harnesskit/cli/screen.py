@@ -32,9 +32,7 @@ from harnesskit.agent.events import (
     TurnStart,
 )
 from harnesskit.agent.messages import text_of
-from harnesskit.text import visible
-
-from . import render
+from harnesskit.text import one_line, visible
 
 COLOR_CHOICES = ("auto", "always", "never")
 
@@ -165,7 +163,9 @@ class Screen:
         elif not isinstance(event, TurnEnd):
             self.stop_spinner()
         if self.json:
-            click.echo(render.json_line(event_json(event)))
+            from .render import json_line  # only --json: a chat prints no table (start-up counts)
+
+            click.echo(json_line(event_json(event)))
             sys.stdout.flush()
             return
         if isinstance(event, TextDelta):
@@ -181,5 +181,5 @@ class Screen:
             self.note(f"[tool] {event.call.get('name')} {args}", "tool")
         elif isinstance(event, ToolResult):
             mark = "✗" if event.message.get("isError") else "→"
-            text = render.one_line(text_of(event.message))
+            text = one_line(text_of(event.message))
             self.note(f"[result] {event.message.get('toolName')} {mark} {text}", "result")

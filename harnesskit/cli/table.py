@@ -58,13 +58,6 @@ def _fit(text: str, width: int) -> tuple[str, int]:
     return text[:end] + ELLIPSIS, used + 1
 
 
-def pad(text: str, width: int, right: bool = False) -> str:
-    gap = width - display_width(text)
-    if gap <= 0:
-        return text
-    return " " * gap + text if right else text + " " * gap
-
-
 @dataclass
 class Layout:
     """A table's format and column widths; `head()`, `row(cells)` and `end()` give its lines."""

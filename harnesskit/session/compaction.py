@@ -10,121 +10,15 @@ tool result, so a tool result always stays with its call.
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .tree import Context, Tree, build_context, context_message
+from .tokens import CompactionSettings, context_tokens, estimate_tokens
+from .tree import Tree, build_context, context_message
 
-DEFAULT_RESERVE_TOKENS = 16384  # pi's defaults (settings `compaction.reserveTokens`, `keepRecentTokens`)
-DEFAULT_KEEP_RECENT_TOKENS = 20000
-MAX_RESERVE_SHARE = 0.3  # pi caps the reserve at 30% of the window (a small window still gets room)
-SUMMARY_SHARE_OF_RESERVE = 0.8  # pi's cap on a summary's reply: 0.8 x reserve
-IMAGE_CHARS = 4800  # pi counts an image as 1200 tokens
 READ_TOOLS = ("read",)  # the tool that reads a file, as pi counts it
 WRITE_TOOLS = ("write", "edit")  # none in harnesskit today; kept so a foreign session's calls count
 SETTING_TYPES = ("model_change", "thinking_level_change", "label", "session_info", "custom")
-
-
-@dataclass(frozen=True)
-class CompactionSettings:
-    enabled: bool = True
-    reserve_tokens: int = DEFAULT_RESERVE_TOKENS
-    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
-
-
-# ---------------------------------------------------------------- tokens
-
-
-def usage_tokens(usage: object) -> int:
-    """The context size one response measured: input + output + cache reads and writes (pi)."""
-    if not isinstance(usage, dict):
-        return 0
-    total = 0
-    for key in ("input", "output", "cacheRead", "cacheWrite"):
-        value = usage.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-            total += int(value)
-    return total
-
-
-def _block_chars(blocks: object) -> int:
-    if isinstance(blocks, str):
-        return len(blocks)
-    chars = 0
-    for block in blocks if isinstance(blocks, list) else []:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            chars += len(str(block.get("text", "")))
-        elif kind == "thinking":
-            chars += len(str(block.get("thinking", "")))
-        elif kind == "toolCall":
-            chars += len(str(block.get("name", ""))) + len(json.dumps(block.get("arguments", {}), ensure_ascii=False))
-        elif kind == "image":
-            chars += IMAGE_CHARS
-    return chars
-
-
-def estimate_tokens(message: dict) -> int:
-    """pi's estimate for one context message: characters / 4, rounded up."""
-    role = message.get("role")
-    if role in ("compactionSummary", "branchSummary"):
-        chars = len(str(message.get("summary") or ""))
-    elif role == "bashExecution":
-        chars = len(str(message.get("command") or "")) + len(str(message.get("output") or ""))
-    else:
-        chars = _block_chars(message.get("content"))
-    return math.ceil(chars / 4)
-
-
-def estimate_all(messages: Iterable[dict]) -> int:
-    return sum(estimate_tokens(m) for m in messages)
-
-
-def _usable_assistant(message: dict | None) -> bool:
-    """An assistant whose usage measured a real request (pi skips aborted and failed ones)."""
-    return (
-        isinstance(message, dict)
-        and message.get("role") == "assistant"
-        and message.get("stopReason") not in ("aborted", "error")
-        and usage_tokens(message.get("usage")) > 0
-    )
-
-
-def context_tokens(tree: Tree, context: Context) -> int:
-    """The tokens of `context` as pi counts them: the last assistant's usage plus an estimate of
-    every message after it. An assistant from before the latest compaction measured the old,
-    longer context, so it is not used: then the whole context is estimated."""
-    types = tree.types
-    for pos in reversed(context.path):
-        if types[pos] == "compaction":
-            break
-        if types[pos] != "message":
-            continue
-        message = tree.entries[pos].get("message")
-        if _usable_assistant(message):
-            after = next((i for i, m in enumerate(context.messages) if m is message), None)
-            if after is None:
-                break
-            return usage_tokens(message["usage"]) + estimate_all(context.messages[after + 1 :])
-    return estimate_all(context.messages)
-
-
-def effective_reserve(window: int, settings: CompactionSettings) -> int:
-    return min(settings.reserve_tokens, int(window * MAX_RESERVE_SHARE))
-
-
-def should_compact(tokens: int, window: int, settings: CompactionSettings) -> bool:
-    """pi's trigger: more tokens than the window minus the reserve."""
-    return settings.enabled and tokens > window - effective_reserve(window, settings)
-
-
-def summary_max_tokens(window: int, settings: CompactionSettings) -> int:
-    """The cap on a summary's reply, so a summary never outgrows what it replaces."""
-    return max(1, int(SUMMARY_SHARE_OF_RESERVE * effective_reserve(window, settings)))
 
 
 # ---------------------------------------------------------------- the cut
@@ -167,10 +61,6 @@ class Cut:
     turn_prefix: list[int] = field(default_factory=list)  # the start of a split turn, summarised apart
     previous_summary: str | None = None  # the summary of the compaction this one builds on
     previous_details: object = None
-
-    @property
-    def split_turn(self) -> bool:
-        return bool(self.turn_prefix)
 
 
 def live_positions(tree: Tree, path: Sequence[int]) -> tuple[list[int], int | None]:
@@ -312,12 +202,6 @@ def plan_compaction(tree: Tree, leaf_id: str | None, settings: CompactionSetting
     return Plan(cut, first_kept_id, context_tokens(tree, context), history, turn_prefix, details)
 
 
-def compaction_payload(plan: Plan, summary: str) -> dict:
-    """The `compaction` entry's payload in pi's key order (type/id/parentId/timestamp come first)."""
-    return {"summary": summary, "firstKeptEntryId": plan.first_kept_id, "tokensBefore": plan.tokens_before,
-            "details": plan.details, "fromHook": False}
-
-
 # ---------------------------------------------------------------- branch summaries
 
 
@@ -367,10 +251,3 @@ def branch_details(tree: Tree, positions: Sequence[int]) -> dict[str, list[str]]
     """The files a branch touched, with those of the summaries inside it."""
     earlier = [tree.entries[p].get("details") for p in positions if tree.types[p] in ("compaction", "branch_summary")]
     return file_operations(messages_at(tree, positions), *earlier)
-
-
-def branch_summary_payload(new_leaf: str | None, summary: str, details: dict) -> dict:
-    """pi's `branch_summary` payload: fromId is the position the branch starts at, "root" when
-    it starts before the first entry (pi 0.73.1, observed)."""
-    return {"fromId": new_leaf if new_leaf is not None else "root", "summary": summary, "details": details,
-            "fromHook": False}

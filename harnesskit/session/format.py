@@ -5,11 +5,14 @@ Everything here matches what pi 0.73.1 writes, so files we write open in pi (con
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Container
 from datetime import UTC, datetime
+from pathlib import Path
 
 CURRENT_VERSION = 3
+FSYNC_POLICIES = ("always", "turn", "never")  # the writer's durability: fsync every entry, each turn, never
 HIGHEST_READABLE = CURRENT_VERSION
 
 ENTRY_TYPES = (
@@ -25,6 +28,11 @@ ENTRY_TYPES = (
 )
 ROLES = ("user", "assistant", "toolResult", "bashExecution", "custom")
 STOP_REASONS = ("stop", "length", "toolUse", "error", "aborted")
+
+
+def home_dir() -> Path:
+    """$HARNESSKIT_HOME, else ~/.harnesskit: sessions, the config file and caches live under it."""
+    return Path(os.environ.get("HARNESSKIT_HOME") or Path.home() / ".harnesskit").expanduser()
 
 
 def zero_usage() -> dict:
@@ -54,29 +62,24 @@ def ms_now() -> int:
 
 
 def new_session_id() -> str:
-    """A UUIDv7 as pi draws (time-ordered), falling back to our own layout on Pythons without uuid7."""
-    import secrets
-    import uuid  # both imported here: the read side never draws ids, and start-up counts
-
-    maker = getattr(uuid, "uuid7", None)
-    if maker is not None:
-        return str(maker())
-    ms = ms_now()
-    rand = int.from_bytes(secrets.token_bytes(10), "big")
-    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 68 & 0xFFF) << 64
+    """A UUIDv7 as pi draws (time-ordered), from os.urandom: neither uuid nor secrets (with hmac
+    and hashlib) is loaded for it, and start-up counts."""
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms_now() & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 68 & 0xFFF) << 64
     value |= 0b10 << 62 | (rand & ((1 << 62) - 1))
-    return str(uuid.UUID(int=value))
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def new_entry_id(taken: Container[str]) -> str:
-    """8 lowercase hex, redrawn on collision (pi: up to 100 times, then a full UUID)."""
-    import secrets
-    import uuid
-
+    """8 lowercase hex (os.urandom, as secrets.token_hex draws them), redrawn on collision (pi: up
+    to 100 times, then a full UUID)."""
     for _ in range(100):
-        candidate = secrets.token_hex(4)
+        candidate = os.urandom(4).hex()
         if candidate not in taken:
             return candidate
+    import uuid
+
     return str(uuid.uuid4())
 
 

@@ -227,8 +227,6 @@ class _IndexedTree(Tree):
 class LazySession(Session):
     """A `Session` from `load_index`: `entries` is a `LazyEntries`."""
 
-    lazy = True
-
     def close(self) -> None:
         if isinstance(self.entries, LazyEntries):
             self.entries.close()

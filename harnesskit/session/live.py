@@ -5,19 +5,68 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harnesskit.agent.events import Event, MessageEnd, TurnEnd
 
 from .format import entry as make_entry
 from .format import iso_now, new_entry_id, session_header
-from .loader import Session
-from .store import session_filename
 from .tree import Context, Tree, build_context
-from .writer import SessionWriter, check_creatable
+
+if TYPE_CHECKING:
+    from .loader import Session
+    from .writer import SessionWriter
 
 _PLAIN = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+
+class CannotAppend(Exception):
+    """A file harnesskit reads but must never append to (a legacy version, another harness's)."""
+
+
+class ForkFailed(Exception):
+    """A fork could not be made. `session` is the one it came from, open again at the same leaf
+    (None when nothing was closed: there was nothing to fork)."""
+
+    def __init__(self, message: str, session: LiveSession | None = None) -> None:
+        super().__init__(message)
+        self.session = session
+
+
+def refuse_append(session: Session) -> None:
+    """Appending v3 entries to a legacy file would make a mixed file pi cannot read as one (and v1
+    ids are re-derived from line order on every read, so appended ids would be lost); another
+    harness's file is never ours to write."""
+    path, dialect = session.path, session.dialect
+    if dialect.foreign:
+        raise CannotAppend(f"{path}: a {dialect} file is another harness's and is never appended to; run "
+                           f"`harnesskit import {path}` and continue the pi session it writes")
+    if dialect.legacy:
+        raise CannotAppend(f"{path}: a legacy {dialect} file cannot be appended to; run "
+                           f"`harnesskit migrate {path}` first, or `harnesskit fork {path}` to go on in a v3 copy")
+
+
+def file_name(timestamp: str, session_id: str) -> str:
+    """store's name for a session file; store (and what it imports to read files) is loaded only
+    when a file is named: not with --no-session (start-up counts)."""
+    from .store import session_filename
+
+    return session_filename(timestamp, session_id)
+
+
+def new_file(directory: Path | None, header: dict, fsync: str) -> tuple[Path | None, SessionWriter | None]:
+    """Where a new session goes, and its writer (neither with --no-session). Whether the directory
+    takes a file is checked now (OSError), before any model is asked: a reply must never stream
+    into nowhere. The writer is loaded only here and on reopen (start-up counts)."""
+    if directory is None:
+        return None, None
+    from .writer import SessionWriter, check_creatable
+
+    check_creatable(directory)
+    path = directory / file_name(header["timestamp"], header["id"])
+    return path, SessionWriter(path, header=header, fsync=fsync)
 
 
 @dataclass
@@ -29,17 +78,18 @@ class LiveSession:
     writer: SessionWriter | None
     leaf_id: str | None
     header: dict  # its cwd is what the file says, never where tools run (the caller's cwd is)
-    _pending: list[dict] = field(default_factory=list)  # entries held until the first message
     saved_messages: int = 0
     _next_line: int = 0
     #: told (old path, new path) when the file was deleted or replaced and the session went on in a copy
     on_move: Callable[[Path, Path], None] | None = None
+    #: the model this run talks to, recorded before the run's first entry when the path's is another
+    _run_model: dict | None = None
 
     def __post_init__(self) -> None:
         if self.writer is not None:
             session_id = self.header.get("id")  # from a file: used in a name only if it is a plain word
             stem = session_id if isinstance(session_id, str) and _PLAIN.fullmatch(session_id) else "session"
-            self.writer.fresh_name = lambda: session_filename(iso_now(), stem)
+            self.writer.fresh_name = lambda: file_name(iso_now(), stem)
             self.writer.on_move = self._moved
 
     def _moved(self, old: Path, new: Path) -> None:
@@ -55,14 +105,11 @@ class LiveSession:
             parent_session: str | None = None) -> LiveSession:
         """A new session; the file itself is written at the first reply, but whether it can be is
         checked now (OSError), before any model is asked: a reply must never stream into nowhere."""
-        if directory is not None:
-            check_creatable(directory)
         header = session_header(cwd, parent_session=parent_session)
-        path = None if directory is None else directory / session_filename(header["timestamp"], header["id"])
-        writer = None if path is None else SessionWriter(path, header=header, fsync=fsync)
+        path, writer = new_file(directory, header, fsync)
         live = cls(Tree.from_entries([], []), path, writer, None, header, _next_line=2)
-        live.append("model_change", provider=model["provider"], modelId=model["modelId"])
-        live.append("thinking_level_change", thinkingLevel="off")
+        live.append_model_change(model["provider"], model["modelId"])
+        live.append_thinking_level("off")
         return live
 
     @classmethod
@@ -70,11 +117,8 @@ class LiveSession:
                parent_session: str | None) -> LiveSession:
         """A fork whose path has no assistant reply yet: its entries wait in the writer with the
         header, and the file appears with the first reply (pi's lazy creation of a branched session)."""
-        if directory is not None:
-            check_creatable(directory)
         header = session_header(cwd, parent_session=parent_session)
-        path = None if directory is None else directory / session_filename(header["timestamp"], header["id"])
-        writer = None if path is None else SessionWriter(path, header=header, fsync=fsync)
+        path, writer = new_file(directory, header, fsync)
         tree = Tree.from_entries(entries, list(range(2, len(entries) + 2)))
         for entry in entries:
             if writer is not None:
@@ -84,8 +128,14 @@ class LiveSession:
     @classmethod
     def reopen(cls, session: Session, fsync: str, *, write: bool = True, leaf_id: str | None = None) -> LiveSession:
         """Continue an existing file. Takes its lock now (so a second writer is refused at once);
-        writes nothing until something is appended."""
-        writer = SessionWriter(session.path, header=None, fsync=fsync) if write else None
+        writes nothing until something is appended. A file that must not be appended to is refused
+        (CannotAppend) when writing."""
+        writer = None
+        if write:
+            from .writer import SessionWriter
+
+            refuse_append(session)
+            writer = SessionWriter(session.path, header=None, fsync=fsync)
         last_line = max(session.tree.lines, default=session.header_line)
         leaf = leaf_id if leaf_id is not None else session.tree.leaf_id
         return cls(session.tree, session.path, writer, leaf, session.header, _next_line=last_line + 1)
@@ -97,23 +147,50 @@ class LiveSession:
     def context(self) -> Context:
         return build_context(self.tree, self.leaf_id)
 
-    def defer(self, kind: str, **payload: object) -> None:
-        """An entry that goes out only if this run appends anything (a model switch on reopen):
-        restoring and leaving at once must leave the file byte-identical."""
-        self._pending.append({"kind": kind, "payload": payload})
+    def uses_model(self, provider: str, model_id: str) -> None:
+        """The model this run talks to. When the path says another, a model_change goes out before
+        the run's first entry, and only then: restoring and leaving at once leaves the file
+        byte-identical (nothing else defers a write: the writer holds a new file's first lines)."""
+        self._run_model = {"provider": provider, "modelId": model_id}
 
-    def append(self, kind: str, **payload: object) -> dict:
-        if self._pending:
-            pending, self._pending = self._pending, []
-            for item in pending:
-                self._append(item["kind"], item["payload"])
+    # -- the typed appends: one per kind of entry a session of harnesskit gets ----------------------
+    def append_message(self, message: dict) -> dict:
+        entry = self._add("message", message=message)
+        self.saved_messages += 1
+        return entry
+
+    def append_model_change(self, provider: str, model_id: str) -> dict:
+        return self._add("model_change", provider=provider, modelId=model_id)
+
+    def append_thinking_level(self, level: str) -> dict:
+        return self._add("thinking_level_change", thinkingLevel=level)
+
+    def append_label(self, target_id: str, label: str) -> dict:
+        return self._add("label", targetId=target_id, label=label)
+
+    def append_session_name(self, name: str) -> dict:
+        return self._add("session_info", name=name)
+
+    def append_compaction(self, summary: str, first_kept_id: str, tokens_before: int,
+                          details: dict | None = None) -> dict:
+        """pi's key order: summary, firstKeptEntryId, tokensBefore, details, fromHook."""
+        extra = {} if details is None else {"details": details, "fromHook": False}
+        return self._add("compaction", summary=summary, firstKeptEntryId=first_kept_id, tokensBefore=tokens_before,
+                         **extra)
+
+    def append_branch_summary(self, from_id: str | None, summary: str, details: dict) -> dict:
+        """fromId is where the branch starts, "root" before the first entry (pi 0.73.1, observed)."""
+        return self._add("branch_summary", fromId=from_id if from_id is not None else "root", summary=summary,
+                         details=details, fromHook=False)
+
+    def _add(self, kind: str, **payload: object) -> dict:
+        wanted, self._run_model = self._run_model, None
+        if wanted is not None and kind != "model_change" and self.context().model != wanted:
+            self._append("model_change", wanted)
         return self._append(kind, payload)
 
     def _append(self, kind: str, payload: dict) -> dict:
         entry = make_entry(kind, new_entry_id(self.tree.by_id), self.leaf_id, **payload)
-        if kind in ("custom", "custom_message"):  # pi's key order for these two
-            base = {k: entry.pop(k) for k in ("id", "parentId", "timestamp")}
-            entry.update(base)
         if self.writer is not None:
             self.writer.append(entry)
         self.tree.add(entry, self._next_line)
@@ -121,15 +198,10 @@ class LiveSession:
         self.leaf_id = entry["id"]
         return entry
 
-    def record_message(self, message: dict) -> dict:
-        entry = self.append("message", message=message)
-        self.saved_messages += 1
-        return entry
-
     def on_event(self, event: Event) -> None:
         """The subscription: a message is appended the moment it is final; a turn end syncs."""
         if isinstance(event, MessageEnd):
-            self.record_message(event.message)
+            self.append_message(event.message)
         elif isinstance(event, TurnEnd) and self.writer is not None:
             self.writer.end_turn()
 
@@ -140,3 +212,31 @@ class LiveSession:
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+
+    def fork(self, at: str, directory: Path, cwd: str, fsync: str) -> LiveSession:
+        """Go on in a new session holding the path to `at` (an entry id, or fork.ROOT: nothing), as
+        pi's /fork: in memory when this one is; else this file is closed and the fork written, or,
+        with no reply on that path yet, held until the first one (pi's lazy creation). On failure
+        ForkFailed says why and carries this session, open again at the same leaf."""
+        from .fork import ForkError, fork_entries, has_reply, path_entries, write_fork
+        from .loader import SessionError, load_session
+
+        if self.path is None:  # --no-session: the fork stays in memory too, as pi's
+            return LiveSession.forked(path_entries(self.tree, at), None, cwd, fsync, None)
+        if not self.created:
+            raise ForkFailed("nothing to fork yet: the session has no file (no reply so far)")
+        source_path, leaf = self.path, self.leaf_id
+        self.close()
+        try:
+            source = load_session(source_path)
+            entries = fork_entries(source, at, False)
+            if has_reply(entries):
+                forked = LiveSession.reopen(load_session(write_fork(source, directory, cwd, at)), fsync)
+            else:
+                forked = LiveSession.forked(entries, directory, cwd, fsync, str(source_path.resolve()))
+        except (SessionError, ForkError, OSError) as error:
+            restored = LiveSession.reopen(load_session(source_path), fsync, leaf_id=leaf)
+            restored.on_move = self.on_move
+            raise ForkFailed(f"fork failed: {error}", restored) from None
+        forked.on_move = self.on_move
+        return forked

@@ -11,13 +11,8 @@ from pathlib import Path
 
 import orjson
 
-from .format import is_header
+from .format import home_dir, is_header
 from .reader import parse_line
-
-
-def home_dir() -> Path:
-    return Path(os.environ.get("HARNESSKIT_HOME") or Path.home() / ".harnesskit").expanduser()
-
 
 NAME_MAX = 255  # bytes in one directory name (Linux, macOS)
 

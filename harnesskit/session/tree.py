@@ -8,13 +8,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .migrate import iso_to_ms
-from .reader import Diagnostic
+if TYPE_CHECKING:
+    from .reader import Diagnostic
 
 
 class EntryNotFound(LookupError):
     """An entry reference (id, prefix or label) that names nothing, or more than one thing."""
+
+
+def diagnostic(line: int, offset: int, reason: str, code: str, severity: str = "error") -> Diagnostic:
+    """The reader's Diagnostic, imported when a tree has something to report: a chat that builds a
+    tree of its own never loads the reader (start-up counts)."""
+    from .reader import Diagnostic
+
+    return Diagnostic(line, offset, reason, code, severity)
+
+
+def to_ms(value: object) -> int | None:
+    """migrate's iso_to_ms, imported at the first summary or custom message a context holds."""
+    from .migrate import iso_to_ms
+
+    return iso_to_ms(value)
 
 
 @dataclass
@@ -52,7 +68,7 @@ class Tree:
             by_id[entry_id] = pos  # pi's byId: the later line wins, so parentIds link to the last one
             if earlier is not None:
                 tree.diagnostics.append(
-                    Diagnostic(lines[pos], -1, f"duplicate id {entry_id} (first on line {lines[earlier]}; "
+                    diagnostic(lines[pos], -1, f"duplicate id {entry_id} (first on line {lines[earlier]}; "
                                "parentIds link to this later one, as in pi)", "duplicate-id")
                 )
         forward: list[int] = []  # entries whose parent is not earlier: only these can close a cycle
@@ -62,7 +78,7 @@ class Tree:
             target = by_id.get(parent)
             if target is None:
                 tree.diagnostics.append(
-                    Diagnostic(lines[pos], -1, f"parentId {parent} names no entry; treated as a root",
+                    diagnostic(lines[pos], -1, f"parentId {parent} names no entry; treated as a root",
                                "dangling-parent", "warning")
                 )
             elif target >= pos:
@@ -74,7 +90,7 @@ class Tree:
             while node is not None and node not in done:
                 if node in trail:
                     tree.diagnostics.append(
-                        Diagnostic(lines[node], -1, f"parentId cycle through {ids[node]}", "cycle")
+                        diagnostic(lines[node], -1, f"parentId cycle through {ids[node]}", "cycle")
                     )
                     break
                 trail.add(node)
@@ -119,7 +135,7 @@ class Tree:
         while pos is not None:
             if pos in seen:
                 self.diagnostics.append(
-                    Diagnostic(self.lines[pos], -1, f"parentId cycle through {self.ids[pos]}", "cycle")
+                    diagnostic(self.lines[pos], -1, f"parentId cycle through {self.ids[pos]}", "cycle")
                 )
                 break
             seen.add(pos)
@@ -235,14 +251,14 @@ def context_message(entry: dict) -> dict | None:
         }
         if "details" in entry:
             message["details"] = entry["details"]
-        message["timestamp"] = iso_to_ms(entry.get("timestamp"))
+        message["timestamp"] = to_ms(entry.get("timestamp"))
         return message
     if kind == "branch_summary" and entry.get("summary"):
         return {
             "role": "branchSummary",
             "summary": entry["summary"],
             "fromId": entry.get("fromId"),
-            "timestamp": iso_to_ms(entry.get("timestamp")),
+            "timestamp": to_ms(entry.get("timestamp")),
         }
     return None
 
@@ -299,7 +315,7 @@ def build_context(tree: Tree, leaf_id: str | None | type[Ellipsis] = ...) -> Con
                 "role": "compactionSummary",
                 "summary": compaction.get("summary"),
                 "tokensBefore": compaction.get("tokensBefore"),
-                "timestamp": iso_to_ms(compaction.get("timestamp")),
+                "timestamp": to_ms(compaction.get("timestamp")),
             }
         )
         first_kept = compaction.get("firstKeptEntryId")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-FSYNC_POLICIES = ("always", "turn", "never")
+from .format import FSYNC_POLICIES
 
 
 class SessionLocked(Exception):
@@ -190,11 +190,6 @@ class SessionWriter:
         if self.on_move is not None:
             self.on_move(old_path, new_path)
 
-    def lock_only(self) -> None:
-        """Take the lock of an existing file now (so a second writer is refused before it starts)."""
-        if self._fd is None and self._header is None:
-            self._open(create=False)
-
     def append(self, entry: dict) -> None:
         line = encode(entry)
         if self._fd is None:
@@ -241,12 +236,6 @@ class SessionWriter:
             self.sync()
         os.close(self._fd)  # closing releases the flock
         self._fd = None
-
-    def __enter__(self) -> SessionWriter:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
 
 def _open_locked(path: Path, create: bool) -> int:

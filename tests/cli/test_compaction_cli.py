@@ -27,12 +27,12 @@ from writeside_helpers import (
     write_script,
 )
 
-import harnesskit.cli.chat as chat_module
+import harnesskit.cli.options as options_module
 from harnesskit.agent.messages import text_of
 from harnesskit.agent.models import resolve_model
 from harnesskit.agent.summarize import BRANCH_PREAMBLE, PROMPT_HEAD, TURN_NOTE
-from harnesskit.session.compaction import estimate_all
 from harnesskit.session.loader import load_session
+from harnesskit.session.tokens import estimate_all
 from harnesskit.session.tree import build_context
 
 
@@ -65,7 +65,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> list[Recorder]:
         made.append(Recorder(resolve_model(spec, **kwargs)))
         return made[-1]
 
-    monkeypatch.setattr(chat_module, "resolve_model", resolve)
+    monkeypatch.setattr(options_module, "resolve_model", resolve)
     return made
 
 
@@ -443,8 +443,8 @@ def test_a_failed_branch_summary_leaves_the_file_and_the_leaf(env: Env) -> None:
 def test_an_interrupted_branch_summary_writes_nothing(tmp_path: Path) -> None:
     """A Ctrl-C during the summary call: the leaf stays and nothing is appended."""
     from harnesskit.cli import compacting
-    from harnesskit.session.compaction import CompactionSettings
     from harnesskit.session.live import LiveSession
+    from harnesskit.session.tokens import CompactionSettings
 
     class Interrupting:
         api, provider, model_id = "x", "harnesskit", "demo"
@@ -456,9 +456,9 @@ def test_an_interrupted_branch_summary_writes_nothing(tmp_path: Path) -> None:
     live = LiveSession.new(tmp_path, str(tmp_path), "never", {"provider": "harnesskit", "modelId": "demo"})
     from harnesskit.agent.messages import assistant_message, user_message
 
-    u1 = live.record_message(user_message("u1"))
+    u1 = live.append_message(user_message("u1"))
     for text in ("a1", "u2", "a2"):
-        live.record_message(user_message(text) if text.startswith("u") else assistant_message(
+        live.append_message(user_message(text) if text.startswith("u") else assistant_message(
             [{"type": "text", "text": text}], api="x", provider="harnesskit", model="demo", stop_reason="stop"))
     live.close()
     size, leaf = live.path.stat().st_size, live.leaf_id

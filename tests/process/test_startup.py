@@ -79,4 +79,19 @@ def test_continue_that_runs_no_turn_imports_no_openai_sdk(env: Env) -> None:
 def test_chat_with_the_demo_model_imports_no_sdk_or_yaml(env: Env) -> None:
     code, modules = modules_after(env, "chat", "-p", "what is 2+3")
     assert code == 0
-    assert not modules & {"openai", "ruamel", "jsonschema", "jsonschema_rs", "tabulate", "multiprocessing"}
+    assert not modules & {"openai", "prompt_toolkit", "ruamel", "jsonschema", "jsonschema_rs", "tabulate",
+                          "multiprocessing"}
+
+
+def test_chat_p_without_a_session_loads_no_reader_of_files(env: Env) -> None:
+    """The benchmark's `chat -p ... --no-session` (issue 7: <= 2.5x `import click`): nothing that
+    reads, names or draws session files is loaded, nor the terminal's line editor."""
+    code, modules = modules_after(env, "chat", "-p", "what is 2+3", "--no-session")
+    assert code == 0
+    assert "harnesskit.agent.models.demo" in modules  # it did run a turn
+    assert not modules & {"openai", "prompt_toolkit", "harnesskit.session.loader", "harnesskit.session.reader",
+                          "harnesskit.session.store", "harnesskit.session.fork", "harnesskit.session.index",
+                          "harnesskit.session.migrate", "harnesskit.session.writer", "harnesskit.cli.render",
+                          "harnesskit.cli.table", "harnesskit.cli.slash", "harnesskit.session.compaction",
+                          "hashlib", "secrets"}
+    assert not list(env.tmp.rglob("*.jsonl"))

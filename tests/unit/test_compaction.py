@@ -14,20 +14,15 @@ from conftest import V1_LARGE, requires_shared
 
 from harnesskit.agent.messages import assistant_message, tool_result_message, user_message
 from harnesskit.session.compaction import (
-    CompactionSettings,
     branch_to_summarise,
-    compaction_payload,
-    context_tokens,
-    estimate_tokens,
     file_operations,
     find_cut,
     navigation_for,
     plan_compaction,
-    should_compact,
-    usage_tokens,
 )
 from harnesskit.session.live import LiveSession
 from harnesskit.session.loader import load_session
+from harnesskit.session.tokens import CompactionSettings, context_tokens, estimate_tokens, should_compact, usage_tokens
 from harnesskit.session.tree import build_context
 
 MODEL = {"provider": "harnesskit", "modelId": "demo"}
@@ -51,12 +46,12 @@ class Writer:
         self.ids: list[str] = []
 
     def message(self, message: dict) -> str:
-        entry = self.live.record_message(message)
+        entry = self.live.append_message(message)
         self.ids.append(entry["id"])
         return entry["id"]
 
-    def entry(self, kind: str, **payload: object) -> str:
-        return self.live.append(kind, **payload)["id"]
+    def compaction(self, summary: str, first_kept: str, tokens_before: int) -> str:
+        return self.live.append_compaction(summary, first_kept, tokens_before)["id"]
 
     def load(self):  # noqa: ANN201 - a Session
         self.live.close()
@@ -131,7 +126,7 @@ def test_usage_from_before_a_compaction_is_not_trusted(tmp_path: Path) -> None:
     w.message(assistant("old reply", usage(90_000, 100)))
     kept = w.message(user_message("kept"))
     w.message(assistant("kept reply", usage(95_000, 100)))
-    w.entry("compaction", summary="S" * 40, firstKeptEntryId=kept, tokensBefore=95_100)
+    w.compaction("S" * 40, kept, 95_100)
     session = w.load()
     context = build_context(session.tree)
     assert context_tokens(session.tree, context) == sum(estimate_tokens(m) for m in context.messages) < 100
@@ -225,7 +220,7 @@ def test_a_cut_inside_a_turn_is_a_split_turn(tmp_path: Path) -> None:
     cut = find_cut(tree, build_context(tree).path, 1500)
     assert cut is not None
     assert tree.ids[cut.first_kept] == a22
-    assert cut.split_turn
+    assert cut.turn_prefix  # a split turn
     assert tree.ids[cut.turn_prefix[0]] == turn2  # the turn's start is summarised on its own
     assert [tree.ids[p] for p in cut.history][-1] != turn2
 
@@ -272,7 +267,7 @@ def test_single_compaction_context_is_summary_kept_then_after(tmp_path: Path) ->
     w.message(assistant("a"))
     u2 = w.message(user_message("2"))
     w.message(assistant("b"))
-    w.entry("compaction", summary="Summary of 1,a,2,b", firstKeptEntryId=u2, tokensBefore=10_000)
+    w.compaction("Summary of 1,a,2,b", u2, 10_000)
     w.message(user_message("3"))
     w.message(assistant("c"))
     messages = build_context(w.load().tree).messages
@@ -286,12 +281,12 @@ def test_only_the_latest_compaction_counts(tmp_path: Path) -> None:
     w = Writer(tmp_path)
     u1 = w.message(user_message("1"))
     w.message(assistant("a"))
-    w.entry("compaction", summary="First summary", firstKeptEntryId=u1, tokensBefore=10_000)
+    w.compaction("First summary", u1, 10_000)
     w.message(user_message("2"))
     w.message(assistant("b"))
     u3 = w.message(user_message("3"))
     w.message(assistant("c"))
-    w.entry("compaction", summary="Second summary", firstKeptEntryId=u3, tokensBefore=10_000)
+    w.compaction("Second summary", u3, 10_000)
     w.message(user_message("4"))
     w.message(assistant("d"))
     messages = build_context(w.load().tree).messages
@@ -304,7 +299,7 @@ def test_first_kept_at_the_first_entry_keeps_everything(tmp_path: Path) -> None:
     w = Writer(tmp_path)
     u1 = w.message(user_message("1"))
     w.message(assistant("a"))
-    w.entry("compaction", summary="First summary", firstKeptEntryId=u1, tokensBefore=10_000)
+    w.compaction("First summary", u1, 10_000)
     w.message(user_message("2"))
     w.message(assistant("b"))
     assert len(build_context(w.load().tree).messages) == 5
@@ -314,9 +309,9 @@ def test_model_and_thinking_level_are_tracked(tmp_path: Path) -> None:
     """pi: 'should track model and thinking level changes' (the assistant's model wins later)."""
     w = Writer(tmp_path)
     w.message(user_message("1"))
-    w.entry("model_change", provider="openai", modelId="gpt-4")
+    w.live.append_model_change("openai", "gpt-4")
     w.message(assistant("a"))
-    w.entry("thinking_level_change", thinkingLevel="high")
+    w.live.append_thinking_level("high")
     context = build_context(w.load().tree)
     assert context.model == MODEL
     assert context.thinking_level == "high"
@@ -330,10 +325,10 @@ def test_a_second_compaction_builds_on_the_first(tmp_path: Path) -> None:
     live = LiveSession.reopen(session, "never")
     plan = plan_compaction(live.tree, live.leaf_id, CompactionSettings(keep_recent_tokens=80))
     assert plan is not None and plan.cut.previous_summary is None
-    live.append("compaction", **compaction_payload(plan, "FIRST"))
+    live.append_compaction("FIRST", plan.first_kept_id, plan.tokens_before, plan.details)
     for i in range(4, 8):
-        live.record_message(user_message(f"User {i} " + "word " * 40))
-        live.record_message(assistant(f"Assistant {i} " + "word " * 40))
+        live.append_message(user_message(f"User {i} " + "word " * 40))
+        live.append_message(assistant(f"Assistant {i} " + "word " * 40))
     second = plan_compaction(live.tree, live.leaf_id, CompactionSettings(keep_recent_tokens=80))
     assert second is not None
     assert second.cut.previous_summary == "FIRST"
@@ -401,7 +396,7 @@ def test_a_written_compaction_reads_as_summary_then_the_kept_entries(tmp_path: P
     live = LiveSession.reopen(session, "never")
     plan = plan_compaction(live.tree, live.leaf_id, CompactionSettings(keep_recent_tokens=keep))
     assert plan is not None
-    live.append("compaction", **compaction_payload(plan, "THE SUMMARY"))
+    live.append_compaction("THE SUMMARY", plan.first_kept_id, plan.tokens_before, plan.details)
     live.close()
     reread = load_session(session.path)
     messages = build_context(reread.tree).messages
@@ -424,7 +419,7 @@ def test_appending_to_a_lazily_read_session_wraps_its_entries_once(tmp_path: Pat
     session = w.load()
     live = LiveSession.reopen(load_for_continue(session.path), "never")
     for i in range(50):
-        live.record_message(user_message(f"more {i}"))
+        live.append_message(user_message(f"more {i}"))
     entries = live.tree.entries
     assert isinstance(entries, _Extended) and not isinstance(entries._base, _Extended)
     assert len(build_context(live.tree, live.leaf_id).messages) == 6 + 50

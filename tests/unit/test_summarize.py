@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,8 +17,7 @@ from harnesskit.agent.summarize import (
     SummaryError,
     build_prompt,
     compaction_summary,
-    request_tokens,
-    serialize,
+    serialized,
     summarize,
 )
 
@@ -42,8 +42,8 @@ class Fixed:
 
 def test_the_conversation_is_serialised_with_labels() -> None:
     call = {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a.txt"}}
-    text = serialize([user_message("hi"), reply("let me read", [call]),
-                      tool_result_message("c1", "read", "x" * 3000, False)])
+    text = "\n\n".join(serialized([user_message("hi"), reply("let me read", [call]),
+                      tool_result_message("c1", "read", "x" * 3000, False)]))
     assert text.startswith("[User]: hi\n\n[Assistant]: let me read\n\n[Assistant tool calls]: read(")
     assert '"path": "a.txt"' in text
     assert "[Tool result]: " + "x" * 2000 + " [... 1000 more characters]" in text
@@ -52,7 +52,7 @@ def test_the_conversation_is_serialised_with_labels() -> None:
 def test_a_request_is_trimmed_to_its_budget_dropping_the_oldest_whole_messages() -> None:
     messages = [user_message(f"message number {n} " + "word " * 30) for n in range(60)]
     prompt = build_prompt(messages, previous="PREVIOUS", instructions="the numbers", budget_tokens=600)
-    assert request_tokens(prompt) <= 600
+    assert math.ceil(len(prompt) / 4) <= 600  # pi's estimate: four characters a token
     assert OMITTED in prompt and "message number 59 " in prompt and "message number 0 " not in prompt
     conversation = prompt.split("<conversation>\n", 1)[1]
     assert conversation.startswith(OMITTED + "[User]: message number ")  # a whole message first

@@ -31,7 +31,6 @@ READ_TIMEOUT = 120.0  # silence for this long ends a request sooner than its ove
 CONNECT_TIMEOUT = 30.0
 # Models known to take `reasoning_effort` (config `reasoning_effort: auto` sends it only to these).
 REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
-REASONING_POLICIES = ("auto", "always", "never")
 _FINISH = {"stop": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
 
 
