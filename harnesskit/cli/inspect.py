@@ -8,26 +8,44 @@ once, memory stays that of one line). `--stats` streams too, keeping only the tr
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import click
+import orjson
 
 from harnesskit.session.loader import Session, SessionError, load_session
+from harnesskit.session.migrate import iso_to_ms
 from harnesskit.session.reader import Diagnostic
 from harnesskit.session.stats import StatsCounter, session_stats
 from harnesskit.session.stream import Stream, TreeWatch, open_stream, tree_diagnostics
 from harnesskit.session.tree import Tree, build_context
-from harnesskit.text import escape_json
+from harnesskit.text import escape_json, visible
 
 from . import render, table
 from .errors import Fail
-from .output import emit
+from .output import chunked, emit
+from .progress import file_size, progress
 from .refs import open_for_reading, resolve_leaf, session_path, warn_diagnostic
 from .rows import COLUMNS, RIGHT, describe, entry_row, fit_line, header_line, label_of, shown
 
 JSON_SUMMARY = 240  # characters of `summary` in --json rows (the whole entry is in `entry`)
+
+
+
+
+
+
+
+
+
+
+
+
+
 
 
 
@@ -61,8 +79,9 @@ def reader_of(session: Session) -> Callable[[int], dict]:
 @click.option("--no-pager", is_flag=True, help="Never page (a pager is used only when stdout is a terminal).")
 @click.option("--from", "source", type=click.Choice(["pi", "claude", "codex"]), default=None,
               help="Read SESSION as this harness's format (default: told by the first lines).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar (one shows on a terminal's stderr after 1 s).")
 def inspect(file: str, show_tree: bool, leaf_ref: str | None, show_context: bool, show_stats: bool, fmt: str,
-            as_json: bool, width: int | None, no_pager: bool, source: str | None) -> None:
+            as_json: bool, width: int | None, no_pager: bool, source: str | None, quiet: bool) -> None:
     """Show what is in a SESSION: a path, a session id prefix, or a session name (set with /name).
     Any dialect: pi v1/v2/v3, tutorial v1, a Claude Code transcript or a Codex rollout, read into
     the same entries (see the README's sections per harness).
@@ -73,7 +92,9 @@ def inspect(file: str, show_tree: bool, leaf_ref: str | None, show_context: bool
     show them on the entries they name (in --json too, as "label"). Column widths come from the
     terminal (wide characters count two columns); the summary is cut to fit. Every --format streams
     (tabulate's other styles need every row before the first, so they are not offered). On a
-    terminal, output longer than the screen goes through $PAGER (default: less -FRX).
+    terminal, output longer than the screen goes through $PAGER (default: less -FRX). A read that
+    takes more than a second shows a progress bar on stderr when it is a terminal (not with -q, and
+    for the table and --json only when their rows do not go to that terminal themselves).
 
     \b
     Examples:
@@ -92,29 +113,40 @@ def inspect(file: str, show_tree: bool, leaf_ref: str | None, show_context: bool
     enabled = gc.isenabled()
     gc.disable()
     try:
-        _inspect(session_path(file), show_tree, leaf_ref, show_context, show_stats, fmt.lower(), as_json, width,
-                 no_pager, source)
+        with contextlib.ExitStack() as bars:
+            _inspect(session_path(file), show_tree, leaf_ref, show_context, show_stats, fmt.lower(), as_json, width,
+                     no_pager, source, bars)
     finally:
         if enabled:
             gc.enable()
 
 
 def _inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: bool, show_stats: bool, fmt: str,
-             as_json: bool, width: int | None, no_pager: bool, source: str | None) -> None:
+             as_json: bool, width: int | None, no_pager: bool, source: str | None, bars: contextlib.ExitStack) -> None:
     cols = None if as_json else (width or render.terminal_width())
+    lines: Iterable[str | bytes] | None = None
     foreign = source not in (None, "pi") or (source is None and file.is_file() and _sniff(file) != "pi")
-    if foreign:  # another harness's file: its reader converts it whole (see session/formats)
-        session = open_for_reading(str(file), lambda path: load_session(path, fmt=source))
+    if not foreign and show_tree and leaf_ref is None and not as_json and cols is not None and cols > 0:
+        stream = _open_stream(file, bars)  # the whole tree of a v3 file: drawn from one read of it
+        if stream.dialect.legacy:
+            stream.close()
+        else:
+            lines = streamed_tree_lines(stream, cols)
+    if lines is not None:
+        pass
+    elif foreign:  # another harness's file: its reader converts it whole (see session/formats)
+        session = open_for_reading(str(file), lambda path, on_progress=None: load_session(path, fmt=source,
+                                                                                          on_progress=on_progress))
     elif show_context or show_tree or leaf_ref is not None:
         from harnesskit.session.index import load_for_continue  # its worker's imports: only where used
 
         session = open_for_reading(str(file), load_for_continue)
     elif show_stats:
-        lines = stats_lines(_open_stream(file), fmt, cols, as_json)
+        lines = stats_lines(_open_stream(file, bars), fmt, cols, as_json)
     else:
-        stream = _open_stream(file)
+        stream = _open_stream(file, bars, rows_as_read=True)
         lines = json_rows(stream) if as_json else table_rows(stream, fmt, cols)
-    if foreign or show_context or show_tree or leaf_ref is not None:
+    if lines is None:
         leaf = resolve_leaf(session, leaf_ref)
         if show_context:
             lines = context_lines(session, leaf if leaf_ref is not None else ..., fmt, cols, as_json)
@@ -136,9 +168,13 @@ def _sniff(file: Path) -> str:
     return sniff(file)
 
 
-def _open_stream(file: Path) -> Stream:
+def _open_stream(file: Path, bars: contextlib.ExitStack, rows_as_read: bool = False) -> Stream:
+    """The stream, with a progress bar while it is read (none beside rows written to the same terminal:
+    they show the progress, and a bar would be drawn across them)."""
+    busy = rows_as_read and sys.stdout.isatty()
+    report = bars.enter_context(progress(file_size(file), str(file), quiet=busy))
     try:
-        return open_stream(file)
+        return open_stream(file, report)
     except SessionError as error:
         raise Fail(str(error)) from None
 
@@ -147,14 +183,15 @@ def entries_of(stream: Stream) -> Iterator[tuple[int, dict, bytes]]:
     """The entries in file order; the reader's warnings on stderr as they come, and the tree's
     (duplicate ids, dangling parentIds, cycles) after the last entry, as `load_session` reports them."""
     watch = TreeWatch()
-    add = watch.add
-    for item in stream.items():
+    for item in stream.items(watch):
         if type(item) is Diagnostic:
             warn_diagnostic(stream.path, item)
             continue
-        entry = item[1]
-        add(entry.get("id"), entry.get("parentId"))
-        yield item
+        yield item  # type: ignore[misc]
+    tree_warnings(stream, watch)
+
+
+def tree_warnings(stream: Stream, watch: TreeWatch) -> None:
     if watch.suspect:
         for d in tree_diagnostics(stream.path):
             warn_diagnostic(stream.path, d)
@@ -167,35 +204,117 @@ def entries_layout(fmt: str, cols: int | None, line_width: int) -> table.Layout:
     return table.flexible(fmt, COLUMNS, [max(4, line_width), 8, 8, kind, 0], RIGHT, 4, cols)
 
 
-def table_rows(stream: Stream, fmt: str, cols: int | None) -> Iterator[str]:
+
+
+def table_rows(stream: Stream, fmt: str, cols: int | None) -> Iterator[str | bytes]:
     yield fit_line(describe(stream.dialect, stream.header), cols)
     layout = entries_layout(fmt, cols, len(str(max(stream.size // 20, 1))))
     room = layout.widths[4]
     yield from layout.head()
     count, leaf, name = 0, None, None
-    row = layout.row
-    for line, entry, _ in entries_of(stream):
+    row, cells = layout.row, entry_row
+    summary, kind_of, fit = render.entry_summary, render.entry_kind, table.fit_measured
+    w0, w1, w2, w3, w4 = layout.widths
+    numbers = 10 ** w0  # line numbers below this fit their column
+    template = layout.template() if fmt in ("simple", "plain", "github", "psql") else None
+    boxed = fmt in ("github", "psql")
+    out: list[str] = []
+    size = 1  # the first rows go at once, then in bigger and bigger chunks
+    watch = TreeWatch()
+    for item in stream.items(watch):  # entries_of, inline
+        if type(item) is Diagnostic:
+            warn_diagnostic(stream.path, item)
+            continue
+        line, entry, _ = item  # type: ignore[misc]
         count += 1
         leaf = entry.get("id")
         if entry["type"] == "session_info" and isinstance(entry.get("name"), str):
             name = entry["name"].strip() or None
-        yield row(entry_row(line, entry, room))
+        entry_id, parent = entry.get("id"), entry.get("parentId")
+        c1 = entry_id if entry_id.__class__ is str else "-"
+        c2 = parent if parent.__class__ is str else "-"
+        c3 = kind_of(entry)
+        head = c1 + c2 + c3
+        if (template is not None and line < numbers and head.isascii() and head.isprintable() and len(c1) <= w1
+                and len(c2) <= w2 and len(c3) <= w3):  # Layout.line of entry_row's cells, without the layers
+            text = summary(entry, room)
+            last, used = fit(text if text.isprintable() else shown(text), w4)
+            start = template.format(line, c1, c2, c3)
+            out.append(start + last + " " * (w4 - used) + " |" if boxed else start + last)
+        else:
+            out.append(row(cells(line, entry, room)))
+        if len(out) >= size:
+            yield _text_chunk(out)
+            out.clear()
+            size = min(2 * size, 1024)
+    if out:
+        yield _text_chunk(out)
+    tree_warnings(stream, watch)
     yield from layout.end()
     yield fit_line("  ".join([f"entries={count}", f"leaf={leaf if isinstance(leaf, str) else '-'}",
                           *([f"name={name!r}"] if name else [])]), cols)
 
 
-def json_rows(stream: Stream) -> Iterator[str]:
+def _text_chunk(rows: list[str]) -> bytes:
+    rows.append("")
+    return "\n".join(rows).encode()
+
+
+def json_rows(stream: Stream) -> Iterator[str | bytes]:
     yield render.json_line({"kind": "header", "line": stream.header_record.line, "dialect": str(stream.dialect),
                             "header": stream.header})
-    raw = not stream.dialect.legacy  # each entry is its line as written: no need to encode it again
-    held: tuple[int, dict, bytes] | None = None
-    for item in entries_of(stream):  # one row behind: the last entry is the leaf
+    if stream.dialect.legacy:  # migrated entries are encoded again, row by row
+        held: tuple[int, dict, bytes] | None = None
+        for item in entries_of(stream):  # one row behind: the last entry is the leaf
+            if held is not None:
+                yield json_text(held, False, False)
+            held = item
         if held is not None:
-            yield json_text(held, False, raw)
-        held = item
-    if held is not None:
-        yield json_text(held, True, raw)
+            yield json_text(held, True, False)
+        return
+    yield from raw_json_chunks(stream)
+
+
+def raw_json_chunks(stream: Stream) -> Iterator[bytes]:
+    """The rows of v3 entries in chunks of encoded lines: each entry is its line as written (exact JSON,
+    not encoded again), after a head encoded by orjson; DEL and C1 as escapes (see `escape_json`)."""
+    dumps, summary, cut = orjson.dumps, render.entry_summary, table.fit
+    out: list[bytes] = []
+    size = 1  # the first rows go at once, then in bigger and bigger chunks
+    last: tuple[int, dict, bytes] | None = None
+    watch = TreeWatch()
+    for item in stream.items(watch):  # entries_of, inline
+        if type(item) is Diagnostic:
+            warn_diagnostic(stream.path, item)
+            continue
+        last = item  # type: ignore[assignment]
+        line, entry, content = item  # type: ignore[misc]
+        entry_id, parent, kind = entry.get("id"), entry.get("parentId"), entry["type"]
+        message = entry.get("message") if kind == "message" else None
+        try:
+            head = dumps({"kind": "entry", "line": line, "id": entry_id if type(entry_id) is str else None,
+                          "parentId": parent if type(parent) is str else None, "type": kind,
+                          "role": message.get("role") if type(message) is dict else None, "leaf": False,
+                          "summary": cut(summary(entry, JSON_SUMMARY), JSON_SUMMARY)})
+        except TypeError:  # a lone surrogate: the stdlib encodes it (render.json_line)
+            head = json_text(last, False, True).encode()
+            out.append(head + b"\n")
+            continue
+        out.append(head[:-1] + b',"entry":' + content + b"}\n")
+        if len(out) > size:
+            yield _json_chunk(out[:-1])  # the last row waits: it may be the leaf
+            del out[:-1]
+            size = min(2 * size, 256)  # rows of about a kilobyte: chunks of a few hundred KB
+    if last is not None:
+        out[-1:] = [json_text(last, True, True).encode() + b"\n"]
+        yield _json_chunk(out)
+    tree_warnings(stream, watch)
+
+
+def _json_chunk(rows: list[bytes]) -> bytes:
+    chunk = b"".join(rows)
+    # DEL is 7f and C1 is c2 80..9f in UTF-8: raw in JSON strings, written as escapes (text.escape_json)
+    return escape_json(chunk.decode()).encode() if b"\x7f" in chunk or b"\xc2" in chunk else chunk
 
 
 def json_text(item: tuple[int, dict, bytes], leaf: bool, raw: bool) -> str:
@@ -255,6 +374,8 @@ def path_lines(session: Session, leaf: str | None, fmt: str, cols: int | None, a
                                      for pos in path))
 
 
+
+
 def tree_lines(session: Session, leaf_ref: str | None, leaf: str | None, cols: int | None,
                as_json: bool) -> Iterator[str]:
     tree = session.tree
@@ -271,6 +392,63 @@ def tree_lines(session: Session, leaf_ref: str | None, leaf: str | None, cols: i
         return
     yield fit_line(header_line(session), cols)
     yield from render.draw_tree(tree, path, labels, leaf, cols, entries_reader(session))
+
+
+def streamed_tree_lines(stream: Stream, cols: int) -> Iterator[str | bytes]:
+    """`--tree` of a whole v3 file from one read: each entry leaves its tree columns, its kind and the
+    start of its summary (what a line of `cols` columns can show), not itself; labels and the name are
+    gathered on the way. The same lines as `tree_lines` of the indexed file."""
+    ids: list[str | None] = []
+    parents: list[str | None] = []
+    types: list[str] = []
+    lines: list[int] = []
+    stamps: list[int | None] = []  # as by_time reads them (an int takes half the memory of the string)
+    kinds: list[str] = []
+    tails: list[str] = []
+    shared: dict[str, str] = {}  # one string per type, one per kind shown (not one per entry)
+    shown_kinds: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    name = None
+    summary, kind_of, ms = render.entry_summary, render.entry_kind, iso_to_ms
+    previous = None
+    for item in stream.items():
+        if type(item) is Diagnostic:
+            warn_diagnostic(stream.path, item)
+            continue
+        line, entry, _ = item  # type: ignore[misc]
+        entry_id, parent, kind = entry.get("id"), entry.get("parentId"), entry["type"]
+        entry_id = entry_id if type(entry_id) is str else None
+        ids.append(entry_id)
+        # a child's parentId as the same string object as its parent's id (a chain keeps one string)
+        parents.append(previous if parent == previous and parent is not None else parent if type(parent) is str
+                       else None)
+        previous = entry_id
+        types.append(shared.setdefault(kind, kind))
+        lines.append(line)
+        stamps.append(ms(entry.get("timestamp")))
+        shown_kind = kind_of(entry)
+        known = shown_kinds.get(shown_kind)
+        if known is None:
+            known = shown_kinds.setdefault(shown_kind, visible(shown_kind))
+        kinds.append(known)
+        # a line holds at least "id kind: " before the summary: of the summary, cols + 1 columns less
+        # that show whether the line is cut and all it can show (fit reads no further)
+        room = cols - 2 - len(known) - (len(entry_id) if entry_id is not None else 1)
+        tails.append(visible(summary(entry, cols))[:max(room, 0)])
+        if kind == "label":  # Tree.labels, in file order
+            target, label = entry.get("targetId"), entry.get("label")
+            if isinstance(target, str):
+                if isinstance(label, str) and label:
+                    labels[target] = label
+                else:
+                    labels.pop(target, None)
+        elif kind == "session_info" and isinstance(entry.get("name"), str):
+            name = entry["name"].strip() or None
+    tree = Tree.from_columns(ids, parents, types, lines, [])
+    for d in tree.diagnostics:
+        warn_diagnostic(stream.path, d)
+    yield fit_line(describe(stream.dialect, stream.header, len(tree), name), cols)
+    yield from chunked(render.draw_columns(tree, labels, tree.leaf_id, cols, kinds, tails, stamps.__getitem__))
 
 
 def context_lines(session: Session, leaf: object, fmt: str, cols: int | None, as_json: bool) -> Iterator[str]:

@@ -10,6 +10,7 @@ from harnesskit.session.rewrite import MigrationRefused, migrate_file, plan
 from harnesskit.session.writer import SessionLocked
 
 from .errors import FOUND_PROBLEMS, USAGE, report_error, warn
+from .progress import file_size, progress
 from .screen import echo
 
 NO_REPLY = ("{path} has no assistant reply: pi, continuing it, writes a second header and every entry again "
@@ -19,7 +20,8 @@ NO_REPLY = ("{path} has no assistant reply: pi, continuing it, writes a second h
 @click.command("migrate")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--check", is_flag=True, help="Only report what would be migrated (exit 1 if anything would).")
-def migrate(files: tuple[Path, ...], check: bool) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar (one shows on a terminal's stderr after 1 s).")
+def migrate(files: tuple[Path, ...], check: bool, quiet: bool) -> None:
     """Rewrite legacy (pi v1, pi v2, tutorial v1) FILES as pi v3.
 
     Each file is written anew beside the old one, fsynced, the original kept as FILE.bak, then
@@ -37,7 +39,8 @@ def migrate(files: tuple[Path, ...], check: bool) -> None:
     for path in files:
         try:
             if check:
-                result, _ = plan(path)
+                with progress(file_size(path), str(path), quiet) as report:
+                    result, _ = plan(path, report)
                 if result.needed:
                     pending += 1
                     echo(f"would migrate {path} ({result.source} → pi v3, {result.entries} entries)")
@@ -46,7 +49,8 @@ def migrate(files: tuple[Path, ...], check: bool) -> None:
                 else:
                     echo(f"{path}: already pi v3")
                 continue
-            result = migrate_file(path)
+            with progress(file_size(path), str(path), quiet) as report:
+                result = migrate_file(path, report)
         except (MigrationRefused, SessionLocked) as error:
             refused += 1
             hint = "; try again when it is closed" if isinstance(error, SessionLocked) else ""

@@ -32,6 +32,9 @@ class Bar:
         self.shown = False
 
     def __call__(self, done: int) -> None:
+        if done >= self.total:  # read to the end: the bar goes at once (what follows is not reading)
+            self.close()
+            return
         now = time.monotonic()
         if now - self.start < self.after or now - self.drawn_at < _EVERY:
             return
@@ -50,6 +53,7 @@ class Bar:
         if self.shown:
             self.stream.write("\r\x1b[K")  # the bar leaves no trace
             self.stream.flush()
+            self.shown = False
 
 
 def _quiet() -> bool:

@@ -28,10 +28,14 @@ def warn_diagnostic(path: str | Path, d: Diagnostic) -> None:
     warn(f"{path}: {where}{d.reason}" + (" (skipped)" if d.severity == "error" and d.offset >= 0 else ""))
 
 
-def open_for_reading(path: str, load: Callable[[str], Session] = load_session) -> Session:
-    """Load a session, or fail with one line (exit 2); skipped lines are listed on stderr."""
+def open_for_reading(path: str, load: Callable[..., Session] = load_session) -> Session:
+    """Load a session, or fail with one line (exit 2); skipped lines are listed on stderr. A load that
+    takes more than a second shows a progress bar on a terminal's stderr (`load(path, on_progress=)`)."""
+    from .progress import file_size, progress
+
     try:
-        session = load(path)
+        with progress(file_size(path), path) as report:
+            session = load(path, on_progress=report)
     except SessionError as error:
         raise Fail(str(error)) from None
     for d in session.diagnostics:

@@ -37,6 +37,13 @@ def cut(text: str, width: int) -> str:
 def blocks_text(content: object, limit: int | None = None) -> str:
     """The readable part of a content field: a string, or text/thinking/image/toolCall blocks.
     With a `limit`, the blocks after the first `limit` characters are not read."""
+    if content.__class__ is list and len(content) == 1:  # one text block: most messages (the loop's result)
+        block = content[0]
+        if block.__class__ is dict and block.get("type") == "text":
+            text = block.get("text", "")
+            if text.__class__ is str and (limit is None or len(text) <= limit + 8):
+                return " ".join(text.split())
+            return one_line(str(text), limit)
     if isinstance(content, str):
         return one_line(content, limit)
     if not isinstance(content, list):
@@ -142,12 +149,13 @@ def _cell(value: object) -> object:
     return value
 
 
-def by_time(tree: Tree, siblings: list[int]) -> list[int]:
-    """Siblings oldest first, as pi's getTree sorts them; equal or unreadable times keep file order."""
+def by_time(tree: Tree, siblings: list[int], stamp: Callable[[int], int | None] | None = None) -> list[int]:
+    """Siblings oldest first, as pi's getTree sorts them; equal or unreadable times keep file order.
+    `stamp(pos)` gives an entry's time as iso_to_ms reads it (default: read from tree.entries)."""
     from harnesskit.session.migrate import iso_to_ms
 
     def key(pos: int) -> tuple[bool, int]:
-        ms = iso_to_ms(tree.entries[pos].get("timestamp"))
+        ms = iso_to_ms(tree.entries[pos].get("timestamp")) if stamp is None else stamp(pos)
         return (ms is None, ms or 0)  # no readable time: after every real one
 
     return sorted(siblings, key=key)
@@ -172,7 +180,28 @@ def draw_tree(tree: Tree, positions: Iterable[int] | None, labels: dict[str, str
             yield cut(text, width) if width else text
 
 
-def _walk(tree: Tree, positions: Iterable[int] | None) -> Iterator[tuple[int, str]]:
+def draw_columns(tree: Tree, labels: dict[str, str], leaf: str | None, width: int, kinds: list[str],
+                 tails: list[str], stamp: Callable[[int], int | None]) -> Iterator[str]:
+    """`draw_tree` of every entry from columns kept while streaming: each entry's kind and the start
+    of its summary, both already `visible` (as much of the summary as a line cut to `width` can show,
+    and one character more: whether it is cut). The same lines, with no entry read again."""
+    ids = tree.ids
+    half = width // 2
+    for pos, lead in _walk(tree, None, stamp):
+        if len(lead) > half:  # nested deeper than half the line: its last levels only
+            lead = "…" + lead[len(lead) - half + 1:]
+        entry_id = ids[pos] or "?"
+        marks = f" [{labels[entry_id]}]" if entry_id in labels else ""
+        if entry_id == leaf:
+            marks += " ← leaf"
+        text = f"{lead}{entry_id} {kinds[pos]}{marks}: {tails[pos]}"
+        if not text.isprintable():  # an id or a label with a control character (the rest is visible)
+            text = visible(f"{lead}{entry_id} ") + kinds[pos] + visible(marks) + ": " + tails[pos]
+        yield fit(text, width)
+
+
+def _walk(tree: Tree, positions: Iterable[int] | None,
+          stamp: Callable[[int], int | None] | None = None) -> Iterator[tuple[int, str]]:
     """(position, lead of its line) in drawing order, each entry once. The children lists are three
     arrays of positions (first child, next sibling, last child), not a dict of a million lists."""
     allowed = None if positions is None else set(positions)
@@ -197,9 +226,9 @@ def _walk(tree: Tree, positions: Iterable[int] | None) -> Iterator[tuple[int, st
             if allowed is None or child in allowed:
                 children.append(child)
             child = after[child]
-        return _stacked(tree, children, prefix)
+        return _stacked(tree, children, prefix, stamp)
 
-    stack = _stacked(tree, [c for c in roots if allowed is None or c in allowed], "")
+    stack = _stacked(tree, [c for c in roots if allowed is None or c in allowed], "", stamp)
     drawn = bytearray(n)
     unreached = iter(range(n))
     while True:
@@ -217,10 +246,11 @@ def _walk(tree: Tree, positions: Iterable[int] | None) -> Iterator[tuple[int, st
         stack.extend(branches(pos, prefix))
 
 
-def _stacked(tree: Tree, children: list[int], prefix: str) -> list[tuple[int, str, str]]:
+def _stacked(tree: Tree, children: list[int], prefix: str,
+             stamp: Callable[[int], int | None] | None = None) -> list[tuple[int, str, str]]:
     if len(children) == 1:
         return [(children[0], prefix, prefix)]
-    children = by_time(tree, children)
+    children = by_time(tree, children, stamp)
     items = []
     for i, child in enumerate(children):
         end = i == len(children) - 1

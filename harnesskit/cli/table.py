@@ -21,27 +21,35 @@ ELLIPSIS = "…"
 _NOT_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
+_NARROW: set[str] = set()  # characters met so far that take one column (→, …, box drawing: the common ones)
+
+
 @lru_cache(maxsize=4096)
 def char_width(ch: str) -> int:
     from wcwidth import wcwidth  # imported at the first wide character: it costs a tenth of a second
 
-    return max(wcwidth(ch), 0)
+    width = max(wcwidth(ch), 0)
+    if width == 1:
+        _NARROW.add(ch)
+    return width
 
 
 def display_width(text: str) -> int:
-    if text.isascii() or max(text) < "\u0300":  # below the combining marks every character is one column
+    if text.isascii():
         return len(text)
     others = _NOT_ASCII.findall(text)  # found in C: the ASCII majority costs nothing here
+    if max(others) < "\u0300" or _NARROW.issuperset(others):  # (below the combining marks: one column each)
+        return len(text)
     return len(text) - len(others) + sum(map(char_width, others))
 
 
 def fit(text: str, width: int) -> str:
     """`text` cut to at most `width` display columns, an ellipsis marking the cut. Only the first
     `width` characters are measured, so a long text costs no more than a short one."""
-    return _fit(text, width)[0]
+    return fit_measured(text, width)[0]
 
 
-def _fit(text: str, width: int) -> tuple[str, int]:
+def fit_measured(text: str, width: int) -> tuple[str, int]:
     """(`text` cut to `width` columns, its display width)."""
     if width <= 0:
         return "", 0
@@ -77,7 +85,7 @@ class Layout:
                     c = c[: w - 1] + ELLIPSIS if w > 0 else ""
                 out.append(c.rjust(w) if r else c.ljust(w))
             else:
-                c, used = _fit(c, w)
+                c, used = fit_measured(c, w)
                 gap = " " * (w - used)
                 out.append(gap + c if r else c + gap)
         return out
@@ -85,7 +93,7 @@ class Layout:
     def _rule(self, fill: str, edge: str, cross: str) -> str:
         return edge + cross.join(fill * (w + 2) for w in self.widths) + edge
 
-    def _template(self) -> str:
+    def template(self) -> str:
         """A str.format template for every column but the last, with the separator after it: a row
         whose first cells are ASCII (the common case) is formatted in C."""
         if self._made_for != self.widths:
@@ -103,11 +111,11 @@ class Layout:
         if "".join(first).isascii():
             widths = self.widths
             cut = [c if len(c) <= w else c[: w - 1] + ELLIPSIS for c, w in zip(first, widths, strict=False)]
-            last, used = _fit(cells[-1], widths[-1])
+            last, used = fit_measured(cells[-1], widths[-1])
             gap = " " * (widths[-1] - used)
             if self.fmt in ("simple", "plain"):
-                return self._template().format(*cut) + (gap + last if self.right[-1] else last)
-            return self._template().format(*cut) + (gap + last if self.right[-1] else last + gap) + " |"
+                return self.template().format(*cut) + (gap + last if self.right[-1] else last)
+            return self.template().format(*cut) + (gap + last if self.right[-1] else last + gap) + " |"
         padded = self._cells(cells)
         if self.fmt in ("simple", "plain"):
             return "  ".join(padded).rstrip()

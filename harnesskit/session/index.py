@@ -32,7 +32,7 @@ import itertools
 import operator
 import os
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -42,7 +42,7 @@ from .format import is_header
 from .formats import sniff
 from .loader import Session, SessionError, accept_header, load_session, no_header, open_binary
 from .migrate import Dialect
-from .reader import Diagnostic, Record, classify, iter_lines, open_range, parse_line, read_records
+from .reader import Diagnostic, Record, classify, iter_lines, open_range, open_reporting, parse_line, read_records
 from .split import fork_worker, reap, split_point
 from .tree import Tree, build_context
 
@@ -232,14 +232,15 @@ class LazySession(Session):
             self.entries.close()
 
 
-def load_for_continue(path: str | os.PathLike[str]) -> Session:
+def load_for_continue(path: str | os.PathLike[str], on_progress: Callable[[int], None] | None = None) -> Session:
     """What `continue` needs (header, dialect, tree, leaf, labels, name, the context from the leaf,
     diagnostics), as `load_session` would give it, decoding only what that needs.
 
     The leaf's context, the labels and the name are decoded here, so a file changed since it was
-    indexed shows now (and is then loaded in full), not in the middle of a chat.
+    indexed shows now (and is then loaded in full), not in the middle of a chat. `on_progress` hears
+    how many bytes the indexing has read.
     """
-    session = load_index(path)
+    session = load_index(path, on_progress)
     if not isinstance(session, LazySession):
         return session
     tree = session.tree
@@ -250,24 +251,24 @@ def load_for_continue(path: str | os.PathLike[str]) -> Session:
         build_context(tree)
     except LazyDecodeError:
         session.close()
-        return load_session(path)
+        return load_session(path, on_progress=on_progress)
     del tree.diagnostics[known:]  # a path walk reports cycles; the caller's own walk will again
     return session
 
 
-def load_index(path: str | os.PathLike[str]) -> Session:
+def load_index(path: str | os.PathLike[str], on_progress: Callable[[int], None] | None = None) -> Session:
     """Index a session file (see the module doc). Raises SessionError as `load_session` does."""
     p = Path(path)
     enabled = gc.isenabled()
     gc.disable()  # a million retained strings would make the cyclic GC dominate
     try:
-        return _load_index(p)
+        return _load_index(p, on_progress)
     finally:
         if enabled:
             gc.enable()
 
 
-def _load_index(p: Path) -> Session:
+def _load_index(p: Path, on_progress: Callable[[int], None] | None) -> Session:
     diagnostics: list[Diagnostic] = []
     with open_binary(p) as fp:
         header: Record | None = None
@@ -277,18 +278,18 @@ def _load_index(p: Path) -> Session:
                 diagnostics.append(item)
                 continue
             if not is_header(item.obj) and sniff(p) != "pi":  # another harness's file: its reader, in full
-                return load_session(p)
+                return load_session(p, on_progress=on_progress)
             dialect = accept_header(p, item)
             header = item
             break
         if header is None or dialect is None:
             raise no_header(p, os.fstat(fp.fileno()).st_size, diagnostics)
         if dialect.legacy:
-            return load_session(p)
+            return load_session(p, on_progress=on_progress)
         start = fp.tell()
-        parts = _index_split(p, fp, header.line, start)
+        parts = _index_split(p, fp, header.line, start, on_progress)
         if parts is None:
-            with open(fp.fileno(), "rb", buffering=_BUFFER, closefd=False) as big:
+            with open_reporting(fp.fileno(), on_progress, _BUFFER) as big:
                 big.seek(start)
                 parts = [_index_lines(big, header.line, start, header.line)]
         size = os.fstat(fp.fileno()).st_size  # as loader._tail
@@ -421,9 +422,11 @@ def _slow_line(part: _Part, raw: bytes, number: int, offset: int, header_line: i
 # ------------------------------------------------------------------ two processes
 
 
-def _index_split(p: Path, fp, header_line: int, start: int) -> list[_Part] | None:  # noqa: ANN001
+def _index_split(p: Path, fp, header_line: int, start: int,  # noqa: ANN001
+                 on_progress: Callable[[int], None] | None = None) -> list[_Part] | None:
     """Index a big file in two processes: this one takes the first half, a forked worker the rest.
-    None when the file is small, or when anything goes wrong (the caller indexes it alone)."""
+    None when the file is small, or when anything goes wrong (the caller indexes it alone).
+    `on_progress` hears this half's position scaled to the whole (the worker keeps about the pace)."""
     cut = split_point(fp, start)
     if cut is None:
         return None
@@ -432,7 +435,13 @@ def _index_split(p: Path, fp, header_line: int, start: int) -> list[_Part] | Non
         return None
     here, worker = started
     try:
-        with open_range(fp.fileno(), start, cut, _BUFFER) as mine:
+        report = None
+        if on_progress is not None:
+            scale = (os.fstat(fp.fileno()).st_size - start) / max(cut - start, 1)
+
+            def report(position: int) -> None:
+                on_progress(start + int((position - start) * scale))
+        with open_range(fp.fileno(), start, cut, _BUFFER, report) as mine:
             first = _index_lines(mine, header_line, start, header_line)
         first.by_id = dict(zip(first.ids, range(len(first.ids)), strict=True))  # while the worker works
         second, columns = here.recv()

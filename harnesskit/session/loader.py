@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .format import is_header
 from .migrate import Dialect, Migrator, UnsupportedSession, detect, migrate_header
-from .reader import Diagnostic, Record, iter_lines, read_records
+from .reader import Diagnostic, Record, iter_lines, read_records, reporting
 from .tree import Tree
 
 
@@ -93,16 +94,18 @@ def _tail(fp) -> tuple[int, bool]:  # noqa: ANN001
     return size, fp.read(1) == b"\n"
 
 
-def load_session(path: str | os.PathLike[str], *, exact: bool = False, fmt: str | None = None) -> Session:
+def load_session(path: str | os.PathLike[str], *, exact: bool = False, fmt: str | None = None,
+                 on_progress: Callable[[int], None] | None = None) -> Session:
     """Read a whole session into memory (inspect, fork, migrate). Raises SessionError.
 
-    `fmt` ("pi", "claude", "codex") forces a format; by default the first lines tell."""
+    `fmt` ("pi", "claude", "codex") forces a format; by default the first lines tell. `on_progress`
+    hears how many bytes have been read (about every 128 KiB)."""
     p = Path(path)
     from .formats import sniff  # small; the readers themselves load only for their files
 
     fmt = fmt or sniff(p)
     if fmt != "pi":
-        return load_foreign(p, fmt)
+        return load_foreign(p, fmt, on_progress=on_progress)
     with open_binary(p) as fp:
         diagnostics: list[Diagnostic] = []
         header: Record | None = None
@@ -110,7 +113,7 @@ def load_session(path: str | os.PathLike[str], *, exact: bool = False, fmt: str 
         migrator: Migrator | None = None
         entries: list[dict] = []
         lines: list[int] = []
-        for item in read_records(iter_lines(fp), exact, from_start=True):
+        for item in read_records(iter_lines(reporting(fp, on_progress)), exact, from_start=True):
             if isinstance(item, Diagnostic):
                 diagnostics.append(item)
                 continue
@@ -135,7 +138,8 @@ def load_session(path: str | os.PathLike[str], *, exact: bool = False, fmt: str 
     return Session.assemble(p, header, dialect, tree, diagnostics, terminated, size)
 
 
-def load_foreign(p: Path, fmt: str, reader=None) -> Session:  # noqa: ANN001 - a formats reader
+def load_foreign(p: Path, fmt: str, reader=None,  # noqa: ANN001 - a formats reader
+                 on_progress: Callable[[int], None] | None = None) -> Session:
     """Another harness's file through its reader (`reader`, to read what it learnt after): the same
     Session, tree and diagnostics as pi's."""
     from .formats import DIALECTS, reader_for
@@ -146,7 +150,7 @@ def load_foreign(p: Path, fmt: str, reader=None) -> Session:  # noqa: ANN001 - a
         header: Record | None = None
         entries: list[dict] = []
         lines: list[int] = []
-        for item in reader.convert(read_records(iter_lines(fp))):
+        for item in reader.convert(read_records(iter_lines(reporting(fp, on_progress)))):
             if isinstance(item, Diagnostic):
                 if item.severity != "info":  # remarks only validate --strict shows
                     diagnostics.append(item)

@@ -13,6 +13,7 @@ import itertools
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -134,6 +135,17 @@ def open_reporting(fd: int, report: Callable[[int], None] | None, buffer_size: i
     hears the position after each buffer read."""
     raw = open(fd, "rb", buffering=0, closefd=False)  # noqa: SIM115 - returned, closed by the caller
     return io.BufferedReader(raw if report is None else _Reporting(raw, report), buffer_size)
+
+
+def reporting(fp: BinaryIO, report: Callable[[int], None] | None, buffer_size: int = 1 << 17) -> BinaryIO:
+    """`fp` read on from where it stands, `report` hearing the position after each buffer read (a
+    progress bar); `fp` itself when there is no `report` or it is no regular file (a FIFO has no
+    total). Use the result, not `fp`, from then on: it reads the same descriptor."""
+    if report is None or not stat.S_ISREG(os.fstat(fp.fileno()).st_mode):
+        return fp
+    wrapped = open_reporting(fp.fileno(), report, buffer_size)
+    wrapped.seek(fp.tell())
+    return wrapped
 
 
 def _reject_constant(name: str) -> object:

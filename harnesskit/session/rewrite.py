@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +32,7 @@ class Plan:
     replied: bool = True  # has an assistant message: without one, pi damages the file when continuing it
 
 
-def plan(path: Path) -> tuple[Plan, Session | None]:
+def plan(path: Path, on_progress: Callable[[int], None] | None = None) -> tuple[Plan, Session | None]:
     """What migrating `path` means. A v3 file is judged by its header alone (nothing to migrate: its
     entries are not read); a legacy one is read in full (None: no session, nothing to do)."""
     try:
@@ -40,7 +41,7 @@ def plan(path: Path) -> tuple[Plan, Session | None]:
                 dialect = read_header(fp, path)[1]
             if not dialect.legacy:
                 return Plan(path, str(dialect), None, False), None
-        session = load_session(path, exact=True)
+        session = load_session(path, exact=True, on_progress=on_progress)
     except SessionError as error:
         raise MigrationRefused(str(error)) from None
     if session.dialect.foreign:
@@ -58,9 +59,10 @@ def plan(path: Path) -> tuple[Plan, Session | None]:
     return Plan(path, str(session.dialect), len(session.entries), needed, has_reply(session.entries)), session
 
 
-def migrate_file(path: Path) -> Plan:
-    """Rewrite one legacy file as v3; a v3 file is left untouched (migrating is idempotent)."""
-    result, session = plan(path)
+def migrate_file(path: Path, on_progress: Callable[[int], None] | None = None) -> Plan:
+    """Rewrite one legacy file as v3; a v3 file is left untouched (migrating is idempotent).
+    `on_progress` hears how far the reading of it has come."""
+    result, session = plan(path, on_progress)
     if not result.needed or session is None:
         return result
     backup = path.with_name(path.name + ".bak")

@@ -60,7 +60,11 @@ class StatsCounter:
         if isinstance(usage, dict):
             tokens = self.tokens
             for key in TOKEN_KEYS:
-                tokens[key] = _add(tokens[key], _number(usage.get(key)))
+                value, total = usage.get(key), tokens[key]
+                if value.__class__ is int and total.__class__ is int:  # the common case: exact, cannot overflow
+                    tokens[key] = total + value
+                elif value is not None:  # (absent adds nothing)
+                    tokens[key] = _add(total, _number(value))
             if isinstance(usage.get("cost"), dict):
                 self.cost = _add(self.cost, _number(usage["cost"].get("total")))
 

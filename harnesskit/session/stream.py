@@ -10,7 +10,7 @@ entry's id); only then `tree_diagnostics` reads the file again for the full read
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -20,7 +20,7 @@ import orjson
 from .format import is_header
 from .loader import accept_header, no_header, open_binary
 from .migrate import Dialect, Migrator, migrate_header
-from .reader import Diagnostic, Record, line_content, read_records
+from .reader import Diagnostic, Record, line_content, read_records, reporting
 from .tree import Tree
 
 __all__ = ["Stream", "TreeWatch", "open_stream", "read_header", "tree_diagnostics"]
@@ -55,10 +55,11 @@ class Stream:
     _next_line: int  # the number of the line after the header
     _offset: int  # and its offset (a FIFO cannot tell)
 
-    def items(self) -> Iterator[tuple[int, dict, bytes] | Diagnostic]:
+    def items(self, watch: TreeWatch | None = None) -> Iterator[tuple[int, dict, bytes] | Diagnostic]:
         """(line number, v3 entry, the line's bytes) or a Diagnostic, in file order; closes the file
         when done. A line that parses into an entry at once is taken here; every other line goes
-        through the reader, for exactly its diagnostics."""
+        through the reader, for exactly its diagnostics. `watch` sees every entry's id and parentId
+        (done here, in the loop: a call per entry would cost a tenth of the read)."""
         try:
             yield from self._before
             migrator = Migrator(self.header_record.obj, self.dialect) if self.dialect.legacy else None
@@ -66,6 +67,8 @@ class Stream:
             loads, decode_error = orjson.loads, orjson.JSONDecodeError
             fp = self._fp
             offset = self._offset
+            seen = watch._seen if watch is not None else set()
+            remember, last, suspect = seen.add, None, False
             for number, raw in enumerate(fp, self._next_line):
                 size = len(raw)
                 terminated = raw[-1:] == b"\n"
@@ -78,8 +81,22 @@ class Stream:
                     value = None
                 kind = value.get("type") if type(value) is dict else None
                 if type(kind) is str and kind != "session" and kind != "header":  # else: maybe a header
-                    yield number, value if migrator is None else migrator.entry(value, number), content
+                    entry = value if migrator is None else migrator.entry(value, number)
                     offset += size
+                    if watch is not None:  # TreeWatch.add, inline
+                        entry_id, parent = entry.get("id"), entry.get("parentId")
+                        if parent is not None and (parent != last or type(parent) is not str) and \
+                                type(parent) is str and _key(parent) not in seen:
+                            suspect = watch.suspect = True
+                        if type(entry_id) is str:
+                            key = int(entry_id, 16) if len(entry_id) == 8 and not entry_id.strip(_HEX) else entry_id
+                            if not suspect and key in seen:
+                                suspect = watch.suspect = True
+                            remember(key)
+                            last = entry_id
+                        else:
+                            last = None
+                    yield number, entry, content
                     continue
                 for item in read_records(((number, offset, content, terminated),)):
                     if isinstance(item, Diagnostic):
@@ -88,26 +105,41 @@ class Stream:
                         yield Diagnostic(item.line, item.offset, f"a second header (first on line {first}); "
                                          "ignored", "extra-header")
                     else:
-                        yield number, item.obj if migrator is None else migrator.entry(item.obj, number), content
+                        entry = item.obj if migrator is None else migrator.entry(item.obj, number)
+                        if watch is not None:
+                            watch._last = last
+                            watch.add(entry.get("id"), entry.get("parentId"))
+                            last, suspect = watch._last, watch.suspect
+                        yield number, entry, content
                 offset += size
         finally:
             self.close()
 
+    _also: BinaryIO | None = None  # the file `_fp` reads through, when it reports progress
+
     def close(self) -> None:
         self._fp.close()
+        if self._also is not None:
+            self._also.close()
 
 
-def open_stream(path: str | os.PathLike[str]) -> Stream:
-    """Open a session to read entry by entry (see the module doc). Raises SessionError."""
+def open_stream(path: str | os.PathLike[str], on_progress: Callable[[int], None] | None = None) -> Stream:
+    """Open a session to read entry by entry (see the module doc). Raises SessionError. `on_progress`
+    hears how many bytes have been read (about every 128 KiB)."""
     p = Path(path)
     fp = open_binary(p)
     try:
         header, dialect, before, offset = read_header(fp, p)
+        size = os.fstat(fp.fileno()).st_size
+        rest = reporting(fp, on_progress)
     except BaseException:
         fp.close()
         raise
-    size = os.fstat(fp.fileno()).st_size
-    return Stream(p, migrate_header(header.obj, dialect), header, dialect, size, fp, before, header.line + 1, offset)
+    stream = Stream(p, migrate_header(header.obj, dialect), header, dialect, size, rest, before, header.line + 1,
+                    offset)
+    if rest is not fp:
+        stream._also = fp
+    return stream
 
 
 class TreeWatch:
@@ -135,9 +167,12 @@ class TreeWatch:
             self._last = None
 
 
+_HEX = "0123456789abcdef"
+
+
 def _key(entry_id: str) -> int | str:
     """pi's 8-hex ids as ints: a set of a million of them takes half the memory of the strings."""
-    if len(entry_id) == 8 and not entry_id.strip("0123456789abcdef"):
+    if len(entry_id) == 8 and not entry_id.strip(_HEX):
         return int(entry_id, 16)  # one-to-one on these ids; every other id stays a string
     return entry_id
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import os
 import pty
 import select
@@ -41,22 +42,28 @@ def run_with_terminal_stderr(env: Env, *args: object) -> tuple[int, str, str]:
                             stderr=slave, stdin=subprocess.DEVNULL, cwd=env.cwd,
                             env=env.environ(HARNESSKIT_PROGRESS_AFTER="0", COLUMNS="100"))
     os.close(slave)
-    seen = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 60)
+    seen, out = b"", b""
+    out_fd = proc.stdout.fileno()
+    open_fds = [master, out_fd]
+    while open_fds:  # both at once: a big stdout nobody reads would stop the command
+        ready, _, _ = select.select(open_fds, [], [], 60)
         if not ready:
             proc.kill()
-            raise AssertionError("no output from the terminal for 60 s")
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        seen += chunk
+            raise AssertionError("no output from the command for 60 s")
+        for fd in ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                chunk = b""
+            if not chunk:
+                open_fds.remove(fd)
+            elif fd == master:
+                seen += chunk
+            else:
+                out += chunk
     os.close(master)
-    stdout = proc.stdout.read().decode()
-    return proc.wait(timeout=60), stdout, seen.decode(errors="replace")
+    proc.stdout.close()
+    return proc.wait(timeout=60), out.decode(), seen.decode(errors="replace")
 
 
 def test_validate_shows_a_bar_on_a_terminal(env: Env, big: Path) -> None:
@@ -113,3 +120,70 @@ def test_list_shows_a_bar_while_it_reads_a_big_session(env: Env, big: Path) -> N
     assert "reading sessions [" in terminal and terminal.rstrip().endswith("\r\x1b[K")
     code, stdout, terminal = run_with_terminal_stderr(env, "list", "--session-dir", directory)
     assert code == 0 and terminal == ""  # the cache answers: nothing read, no bar
+
+
+def bar_shown(terminal: str, name: str = "big.jsonl") -> bool:
+    """The bar was drawn (file name, brackets, a percentage, the total) and erased at the end."""
+    return f"{name} [" in terminal and "%" in terminal and "/3 MB" in terminal and terminal.endswith("\r\x1b[K")
+
+
+INSPECT_MODES = [[], ["--json"], ["--stats"], ["--tree"], ["--context"], ["--tree", "--json"], ["--leaf", "LEAF"]]
+
+
+def leaf_id(path: Path) -> str:
+    return json.loads(path.read_bytes().splitlines()[-1])["id"]
+
+
+@pytest.mark.parametrize("mode", INSPECT_MODES, ids=lambda m: " ".join(m) or "table")
+def test_inspect_shows_a_bar_while_it_reads(env: Env, big: Path, mode: list[str]) -> None:
+    mode = [leaf_id(big) if a == "LEAF" else a for a in mode]
+    code, stdout, terminal = run_with_terminal_stderr(env, "inspect", big, *mode)
+    assert code == 0 and stdout
+    assert bar_shown(terminal), terminal[-300:]
+    assert "\r" not in stdout and "MB" not in stdout.splitlines()[-1]  # nothing of the bar on stdout
+    assert stdout == plain_stdout(env, "inspect", big, *mode)  # the same rows as without a terminal
+
+
+def plain_stdout(env: Env, *args: object) -> str:
+    """stdout and stderr of the CLI with both on pipes: no bar anywhere."""
+    proc = subprocess.run([sys.executable, "-m", "harnesskit", *map(str, args)], capture_output=True, text=True,
+                          cwd=env.cwd, env=env.environ(HARNESSKIT_PROGRESS_AFTER="0", COLUMNS="100"), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""  # stderr is a pipe: no bar
+    return proc.stdout
+
+
+@pytest.mark.parametrize("mode", INSPECT_MODES[:4], ids=lambda m: " ".join(m) or "table")
+def test_inspect_quiet_shows_no_bar(env: Env, big: Path, mode: list[str]) -> None:
+    code, stdout, terminal = run_with_terminal_stderr(env, "inspect", big, *mode, "-q")
+    assert code == 0 and stdout and terminal == ""
+
+
+def test_fork_and_continue_show_a_bar_while_they_load(env: Env, big: Path) -> None:
+    code, stdout, terminal = run_with_terminal_stderr(env, "fork", big, "--session-dir", env.tmp / "forks")
+    assert code == 0 and bar_shown(terminal.split("\r\x1b[K")[0] + "\r\x1b[K"), terminal[-300:]
+    assert "\r" not in stdout and Path(stdout.strip()).is_file()
+    plain_stdout(env, "fork", big, "--session-dir", env.tmp / "forks2")  # no bar on a pipe (asserted there)
+
+    own = env.tmp / "mine.jsonl"
+    own.write_bytes(big.read_bytes())
+    code, stdout, terminal = run_with_terminal_stderr(env, "continue", own, "-p", "hello")
+    assert code == 0, terminal
+    assert "mine.jsonl [" in terminal and "%" in terminal and "\r\x1b[K" in terminal  # the load, then the turn
+    assert "\r" not in stdout and "MB" not in stdout
+
+
+def test_migrate_shows_a_bar_while_it_reads_a_legacy_file(env: Env, big: Path) -> None:
+    lines = big.read_bytes().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    header["version"] = 2  # a v2 file: read in full to be migrated
+    legacy = env.tmp / "old.jsonl"
+    legacy.write_bytes(json.dumps(header).encode() + b"\n" + b"".join(lines[1:]))
+    code, stdout, terminal = run_with_terminal_stderr(env, "migrate", "--check", legacy)
+    assert code == 1 and stdout.startswith(f"would migrate {legacy}")
+    assert bar_shown(terminal, "old.jsonl"), terminal[-300:]
+    code, stdout, terminal = run_with_terminal_stderr(env, "migrate", "--check", "-q", legacy)
+    assert code == 1 and terminal == ""
+    proc = subprocess.run([sys.executable, "-m", "harnesskit", "migrate", str(legacy)], capture_output=True,
+                          text=True, cwd=env.cwd, env=env.environ(HARNESSKIT_PROGRESS_AFTER="0"), timeout=120)
+    assert proc.returncode == 0 and proc.stderr == "" and proc.stdout.startswith(f"migrated {legacy}")
