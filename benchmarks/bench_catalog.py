@@ -4,7 +4,8 @@ bytes, measured in the same run.
 
     python benchmarks/bench_catalog.py [--sessions 100000] [--dirs 100] [--out benchmarks/out/catalog]
 
-Targets: from scratch at >= 1x the json.loads rate of the files' bytes; a no-change update <= 1 s;
+Targets: from scratch at >= 1x the json.loads rate of the files' bytes (with its worker process
+reading while the command inserts, and in one process); a no-change update <= 1 s;
 one appended turn <= 50 ms (the update itself, measured inside one process, as `search` pays it).
 """
 
@@ -113,6 +114,11 @@ def main() -> None:
     baseline, size = json_loads_rate(paths)
     env = {**os.environ, "HARNESSKIT_HOME": str(home)}
     env.pop("HARNESSKIT_SESSION_DIR", None)
+    # one process: the same command with the worker process turned off (the machine may be shared)
+    alone = [sys.executable, "-c", "from harnesskit.session import catalog; catalog.WORKER_FILES = 1 << 62;"
+             " import sys; sys.argv[1:] = ['index', '-q']; from harnesskit.cli import main; main()"]
+    single = timed(lambda: subprocess.run(alone, env=env, check=True))
+    catalog.remove(db)
     scratch = timed(lambda: subprocess.run([sys.executable, "-m", "harnesskit", "index", "-q"], env=env, check=True))
     nochange = timed(lambda: subprocess.run([sys.executable, "-m", "harnesskit", "index", "-q"], env=env, check=True))
     sources = list(catalog.pi_sources(sorted(root.iterdir())))
@@ -135,6 +141,7 @@ def main() -> None:
     print(f"{'json.loads of every line (baseline)':<44} {baseline:>8.2f} {mb / baseline:>8.0f} {1:>13.2f}x")
     print(f"{'harnesskit index, from scratch':<44} {scratch:>8.2f} {mb / scratch:>8.0f} {baseline / scratch:>13.2f}x"
           "  (target >= 1x)")
+    print(f"{'  in one process (no worker)':<44} {single:>8.2f} {mb / single:>8.0f} {baseline / single:>13.2f}x")
     print(f"{'harnesskit index, nothing changed':<44} {nochange:>8.2f} {'':>8} {'':>14}  (target <= 1 s)")
     print(f"{'  the update alone, in one process':<44} {in_process:>8.3f}")
     print(f"{'update of all after one appended turn':<44} {appended * 1000:>7.1f}ms")
