@@ -598,6 +598,11 @@ class Rows:
     next_session: int = 1  # the rowids after this batch's
     next_message: int = 1
 
+    def fields(self) -> tuple:
+        """The batch as plain lists and numbers (what a worker process passes back), in field order."""
+        return (self.sessions, self.messages, self.texts, self.usage, self.files, self.count, self.size,
+                self.messages_added, self.next_session, self.next_message)
+
     def add(self, found: Found) -> None:
         self.messages += found.messages
         self.texts += found.texts
@@ -654,9 +659,14 @@ def _add_new(conn: sqlite3.Connection, items: list[tuple[str, str, int, int, int
     session, message = conn.execute("SELECT (SELECT coalesce(max(rowid), 0) + 1 FROM sessions),"
                                     " (SELECT coalesce(max(rowid), 0) + 1 FROM messages)").fetchone()
     done = files = 0
-    batches = read_new(items, session, message)
+    batches: Iterator[Rows] = read_new(items, session, message)
+    stream = None
     if len(items) >= WORKER_FILES and worker.available():
-        batches = worker.forked(batches)
+        try:
+            stream = worker.forked(rows.fields() for rows in batches)
+            batches = (Rows(*fields) for fields in stream)
+        except OSError:  # no process to be had: all of it here
+            pass
     try:
         while True:
             try:
@@ -683,7 +693,8 @@ def _add_new(conn: sqlite3.Connection, items: list[tuple[str, str, int, int, int
             except worker.Lost:  # the worker died: the rest here
                 batches = read_new(items[files:], session, message)
     finally:
-        batches.close()  # type: ignore[attr-defined] - a generator: ends the worker if it still runs
+        if stream is not None:
+            stream.close()  # ends the worker if it still runs
 
 
 class _Batch:

@@ -351,7 +351,7 @@ def _with_worker(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(catalog, "WORKER_FILES", 1)
     monkeypatch.setattr(catalog, "BATCH_FILES", 40)
-    monkeypatch.setattr(worker, "cores", lambda: 2)
+    monkeypatch.setattr(worker, "available", lambda: True)
     monkeypatch.setattr(worker, "forked", counted)
     return started
 
