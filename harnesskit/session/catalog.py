@@ -667,6 +667,8 @@ def _add_new(conn: sqlite3.Connection, items: list[tuple[str, str, int, int, int
             batches = (Rows(*fields) for fields in stream)
         except OSError:  # no process to be had: all of it here
             pass
+    if progress is not None:
+        progress(done, total)  # the bar is there from the start: it moves a batch at a time
     try:
         while True:
             try:
