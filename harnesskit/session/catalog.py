@@ -31,9 +31,9 @@ import orjson
 from .format import is_header
 from .migrate import UnsupportedSession, detect, iso_to_ms
 from .reader import parse_line
-from .store import header_of
+from .store import activity_ms, first_text, header_of, iso_ms
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: what `list` shows (activity, model, entries; ctime in files)
 HEAD_BYTES = 4096  # "the first bytes": a replaced file differs here (its header has another id)
 BATCH_FILES = 500  # files per transaction: a killed update loses at most one batch of work
 
@@ -41,11 +41,11 @@ _SCHEMA = f"""
 CREATE TABLE files(
   path TEXT PRIMARY KEY, harness TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
   inode INTEGER NOT NULL, head BLOB NOT NULL, offset INTEGER NOT NULL, line INTEGER NOT NULL,
-  session INTEGER NOT NULL);
+  session INTEGER NOT NULL, ctime_ns INTEGER NOT NULL);
 CREATE TABLE sessions(
   rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, harness TEXT NOT NULL, id TEXT, cwd TEXT,
   name TEXT, first_user TEXT, created_ms INTEGER, updated_ms INTEGER, models TEXT NOT NULL DEFAULT '[]',
-  messages INTEGER NOT NULL DEFAULT 0, parent TEXT);
+  messages INTEGER NOT NULL DEFAULT 0, parent TEXT, activity REAL, model TEXT, entries INTEGER);
 CREATE TABLE messages(
   rowid INTEGER PRIMARY KEY, session INTEGER NOT NULL, entry_id TEXT, line INTEGER, role TEXT,
   time_ms INTEGER, model TEXT, tools TEXT NOT NULL DEFAULT '');
@@ -129,6 +129,24 @@ def _install(conn: sqlite3.Connection) -> sqlite3.Connection:
     return conn
 
 
+def open_existing(path: Path, timeout: float = 1.0) -> sqlite3.Connection | None:
+    """The index at `path` when it is there, ours and of this schema; else None. Never created,
+    rebuilt or waited on for long: `list` works without it."""
+    try:
+        conn = sqlite3.connect(path.absolute().as_uri() + "?mode=rw", uri=True, timeout=timeout,
+                               isolation_level=None)
+    except sqlite3.Error:
+        return None
+    try:
+        if _usable(conn):
+            conn.execute("PRAGMA synchronous = NORMAL")
+            return conn
+    except sqlite3.Error:
+        pass
+    conn.close()
+    return None
+
+
 def _usable(conn: sqlite3.Connection) -> bool:
     if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
         return False
@@ -167,6 +185,9 @@ class Found:
     updated_ms: int | None = None
     messages: list[tuple] = field(default_factory=list)  # entry_id, line, role, time_ms, model, tools, text
     usage: list[tuple] = field(default_factory=list)  # entry_id, time_ms, provider, model, 4 counts, total, cost
+    activity: float | None = None  # ms of the last user/assistant message (store.activity_ms): pi's picker order
+    model: str | None = None  # the last model named (what `list` shows)
+    entries: int = 0  # entries of type "message", as pi's picker counts them
     offset: int = 0  # bytes read up to the end of the last complete line
     line: int = 0  # the number of the last line read
 
@@ -266,11 +287,16 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
     tools: list[str] = []
     model = None
     if kind == "message":
+        found.entries += 1
         message = entry.get("message")
         if message.__class__ is not dict:
             return
         role = _str(message.get("role"))
         stamp = _stamp(entry, message)
+        if role == "user" or role == "assistant":
+            activity = activity_ms(entry)
+            if activity is not None:
+                found.activity = activity
         if role == "toolResult":
             texts, _ = _texts(message.get("content"))
             name = _str(message.get("toolName"))
@@ -282,6 +308,8 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
             texts, tools = _texts(message.get("content"))
         if role == "assistant":
             model = _str(message.get("model"))
+            if model is not None:
+                found.model = model
             if model and model not in found.models:
                 found.models.append(model)
             usage = message.get("usage")
@@ -292,7 +320,7 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
                 found.usage.append((_str(entry.get("id")), stamp, _str(message.get("provider")), model, *counts,
                                     total, _cost(usage, counts)))
         elif role == "user" and found.first_user is None:
-            found.first_user = " ".join(" ".join(texts).split())[:300] or None
+            found.first_user = first_text(message.get("content"))  # as `list` shows it
     elif kind == "custom_message":
         role = "custom"
         stamp = _stamp(entry, None)
@@ -308,8 +336,10 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
         return
     elif kind == "model_change":
         model_id = _str(entry.get("modelId"))
-        if model_id is not None and model_id not in found.models:
-            found.models.append(model_id)
+        if model_id is not None:
+            found.model = model_id
+            if model_id not in found.models:
+                found.models.append(model_id)
         return
     else:
         return
@@ -422,20 +452,22 @@ def harness_sources() -> Iterator[Source]:
 
 
 def refresh(path: Path | None, sources: Iterable[Source], progress: Callable[[int, int], None] | None = None,
-            partial: bool = False) -> tuple[sqlite3.Connection, str | None, UpdateStats]:
-    """Open the index (rebuilding what cannot be trusted) and bring it up to date: what `index`,
-    `search` and `usage` all do first."""
+            partial: bool = False, directories: Iterable[str | Path] = ()) -> tuple[sqlite3.Connection, str | None,
+                                                                                     UpdateStats]:
+    """Open the index (rebuilding what cannot be trusted) and bring it up to date (see `update`):
+    what `index`, `search` and `usage` all do first."""
+    directories = list(directories)
     sources = list(sources)
     conn, note = open_catalog(path)
     try:
-        stats = update(conn, sources, progress, partial=partial)
+        stats = update(conn, sources, progress, partial=partial, directories=directories)
     except sqlite3.DatabaseError as error:  # damaged under us: start again from nothing, in memory if need be
         conn.close()
         if path is not None:
             remove(path)
         conn, again = open_catalog(path)
         note = f"{path}: damaged index ({error}); rebuilt" + (f"; {again}" if again else "")
-        stats = update(conn, sources, progress, partial=partial)
+        stats = update(conn, sources, progress, partial=partial, directories=directories)
     return conn, note, stats
 
 
@@ -460,51 +492,106 @@ def _digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
+_ROW = "SELECT path, size, mtime_ns, inode, head, offset, line, session, harness FROM files"
+_KEY = "SELECT path, size, mtime_ns, ctime_ns, inode, harness FROM files"  # what says a file is unchanged
+
+
+def _under(conn: sqlite3.Connection, select: str, directory: str, column: str = "path", where: str = ""
+           ) -> Iterator[tuple]:
+    """The rows of `select` (path first) for the files directly in `directory`, by a range of the key."""
+    prefix = os.path.join(directory, "")
+    end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    for row in conn.execute(f"{select} WHERE {column} >= ? AND {column} < ?{where}", (prefix, end)):
+        if os.sep not in row[0][len(prefix):]:
+            yield row
+
+
 def update(conn: sqlite3.Connection, sources: Iterable[Source],
-           progress: Callable[[int, int], None] | None = None, *, partial: bool = False) -> UpdateStats:
-    """Bring the index up to date with `sources`: every file it should cover, or with `partial`
-    just these (a chat's own file after a turn), leaving the others as they are. `progress` is
-    told the bytes done and the bytes to do after each file read."""
+           progress: Callable[[int, int], None] | None = None, *, partial: bool = False,
+           directories: Iterable[str | Path] = ()) -> UpdateStats:
+    """Bring the index up to date with `sources` and every `*.jsonl` directly in `directories` (pi's
+    layout, listed here: one stat per file from its directory entry): every file it should cover,
+    or with `partial` just these (a chat's own file after a turn; `list`'s directories), leaving
+    the others as they are. `progress` is told the bytes done and the bytes to do after each file read.
+
+    A file is unchanged when its size, mtime, ctime and inode are (any write moves the ctime)."""
     stats = UpdateStats()
-    query = "SELECT path, size, mtime_ns, inode, head, offset, line, session, harness FROM files"
+    sources = list(sources)
+    directories = [os.fspath(d) for d in directories]
     if partial:
-        sources = list(sources)
-        known = {}
+        known: dict[str, tuple] = {}
+        for directory in directories:
+            known.update((row[0], row[1:]) for row in _under(conn, _KEY, directory))
         for source in sources:
-            row = conn.execute(query + " WHERE path = ?", (str(source.path),)).fetchone()
+            row = conn.execute(_KEY + " WHERE path = ?", (str(source.path),)).fetchone()
             if row is not None:
                 known[row[0]] = row[1:]
     else:
-        known = {row[0]: row[1:] for row in conn.execute(query)}
+        known = {row[0]: row[1:] for row in conn.execute(_KEY)}
     seen: set[str] = set()
-    work: list[tuple[Source, os.stat_result, tuple | None]] = []
+    work: list[tuple[Source, os.stat_result]] = []
+    for directory in directories:
+        try:
+            listing = os.scandir(directory)
+        except OSError:
+            continue
+        with listing:
+            for item in listing:
+                key = item.path
+                if not key.endswith(".jsonl") or key in seen or (not key.isascii() and _SURROGATE.search(key)):
+                    continue  # a name that is no UTF-8 cannot be stored (nor shown): such a file is passed over
+                try:
+                    if not item.is_file():
+                        continue
+                    st = item.stat()
+                except OSError:
+                    continue
+                seen.add(key)
+                if known.get(key) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, "pi"):
+                    stats.unchanged += 1
+                else:
+                    work.append((Source(key, "pi"), st))
     for source in sources:
         key = str(source.path)
         if key in seen or (not key.isascii() and _SURROGATE.search(key)):
-            continue  # a name that is no UTF-8 cannot be stored (nor shown): such a file is passed over
+            continue
         try:
             st = os.stat(key)
         except OSError:
             continue
         seen.add(key)
-        old = known.get(key)
-        if old is not None and old[0] == st.st_size and old[1] == st.st_mtime_ns and old[2] == st.st_ino \
-                and old[7] == source.harness:
+        if known.get(key) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, source.harness):
             stats.unchanged += 1
-            continue
-        work.append((source, st, old))
-    gone = [] if partial else [path for path in known if path not in seen]
-    total = sum(st.st_size for _, st, _ in work)
+        else:
+            work.append((Source(key, source.harness), st))
+    gone = [path for path in known if path not in seen] if not partial or directories else []
+    if partial and directories:  # only what lay in the directories listed, not a file named alone
+        within = {os.path.dirname(os.path.join(d, "")) for d in directories}
+        gone = [path for path in gone if os.path.dirname(path) in within]
+    if not work and not gone:  # nothing to write: no transaction, so a read-only index answers too
+        stats.files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+        return stats
+    old_rows = {}
+    for source, _ in work:
+        row = conn.execute(_ROW + " WHERE path = ?", (source.path,)).fetchone()
+        if row is not None:
+            old_rows[row[0]] = row[1:]
+    sessions_gone = {}
+    for path in gone:
+        row = conn.execute("SELECT session FROM files WHERE path = ?", (path,)).fetchone()
+        if row is not None:
+            sessions_gone[path] = row[0]
+    total = sum(st.st_size for _, st in work)
     done = 0
     for start in range(0, max(len(work), 1), BATCH_FILES):
         batch = _Batch(conn)  # BEGIN IMMEDIATE: one writer at a time; readers go on
         try:
             if start == 0:
-                for path in gone:
-                    batch.drop(path, known[path][6])
+                for path, session in sessions_gone.items():
+                    batch.drop(path, session)
                     stats.dropped += 1
-            for source, st, old in work[start:start + BATCH_FILES]:
-                stats.bytes_read += _update_file(batch, source, st, old, stats)
+            for source, st in work[start:start + BATCH_FILES]:
+                stats.bytes_read += _update_file(batch, source, st, old_rows.get(source.path), stats)
                 done += st.st_size
                 if progress is not None:
                     progress(done, total)
@@ -539,29 +626,36 @@ class _Batch:
         conn.execute("DELETE FROM sessions WHERE rowid = ?", (session,))
         conn.execute("DELETE FROM files WHERE path = ?", (path,))
 
-    def new_session(self, path: str, harness: str, found: Found) -> int:
+    def new_session(self, path: str, harness: str, found: Found | None) -> int:
+        """A row for a file; `found` None: no session file (kept with no `entries`: `list` skips it)."""
+        listed = found is not None
+        found = found or Found()
         header = found.header or {}
         session = self.next_session
         self.next_session += 1
+        activity = found.activity if found.activity is not None else iso_ms(header.get("timestamp"))
         self.sessions.append((session, storable(path), harness, storable(_str(header.get("id"))),
                               storable(_str(header.get("cwd"))), storable(found.name), storable(found.first_user),
                               iso_to_ms(header.get("timestamp")), found.updated_ms, json_text(found.models),
-                              len(found.messages), storable(_str(header.get("parentSession")))))
+                              len(found.messages), storable(_str(header.get("parentSession"))), activity,
+                              storable(found.model), found.entries if listed else None))
         return session
 
     def extend_session(self, session: int, found: Found) -> None:
-        row = self.conn.execute("SELECT name, first_user, updated_ms, models FROM sessions WHERE rowid = ?",
-                                (session,)).fetchone()
-        name, first_user, updated, models = row
+        row = self.conn.execute("SELECT name, first_user, updated_ms, models, activity, model FROM sessions"
+                                " WHERE rowid = ?", (session,)).fetchone()
+        name, first_user, updated, models, activity, model = row
         models = orjson.loads(models)
         models += [m for m in found.models if m not in models]
         if found.updated_ms is not None:
             updated = found.updated_ms if updated is None else max(updated, found.updated_ms)
         self.conn.execute(
-            "UPDATE sessions SET name = ?, first_user = ?, updated_ms = ?, models = ?, messages = messages + ?"
-            " WHERE rowid = ?",
+            "UPDATE sessions SET name = ?, first_user = ?, updated_ms = ?, models = ?, messages = messages + ?,"
+            " activity = ?, model = ?, entries = entries + ? WHERE rowid = ?",
             (storable(found.name) if found.name is not None else name,
-             first_user or storable(found.first_user), updated, json_text(models), len(found.messages), session))
+             first_user if first_user is not None else storable(found.first_user), updated, json_text(models),
+             len(found.messages), found.activity if found.activity is not None else activity,
+             storable(found.model) if found.model is not None else model, found.entries, session))
 
     def rows(self, session: int, found: Found) -> None:
         first = self.next_message
@@ -573,11 +667,11 @@ class _Batch:
 
     def commit(self) -> None:
         conn = self.conn
-        conn.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.sessions)
+        conn.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.sessions)
         conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self.messages)
         conn.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)", self.texts)
         conn.executemany("INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.usage)
-        conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", self.files)
+        conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.files)
         conn.execute("COMMIT")
 
 
@@ -610,13 +704,13 @@ def _update_file(batch: _Batch, source: Source, st: os.stat_result, old: tuple |
             found = _read_whole(source, data, fp, whole)
             stats.read_full += 1
             read = st.st_size
-            session = batch.new_session(key, source.harness, found or Found())
+            session = batch.new_session(key, source.harness, found)
     if found is None:  # not a session file we read: kept, so it is not read again until it changes
         found = Found(offset=st.st_size)
     batch.rows(session, found)
     stats.messages += len(found.messages)
     batch.files.append((key, source.harness, st.st_size, st.st_mtime_ns, st.st_ino, head, found.offset,
-                        found.line, session))
+                        found.line, session, st.st_ctime_ns))
     return read
 
 
@@ -778,3 +872,16 @@ def sessions(conn: sqlite3.Connection, filters: Filters, limit: int | None = Non
            + " ORDER BY coalesce(s.updated_ms, s.created_ms) DESC, s.path" + (" LIMIT ?" if limit else ""))
     rows = conn.execute(sql, [*args, limit] if limit else args).fetchall()
     return [SessionRow(*r[:8], orjson.loads(r[8]), *r[9:]) for r in rows]
+
+
+_LISTED = ("SELECT f.path, s.activity, f.mtime_ns, s.id, s.cwd, s.name, s.first_user, s.entries, s.model"
+           " FROM files f JOIN sessions s ON s.rowid = f.session")
+
+
+def listed(conn: sqlite3.Connection, directories: Iterable[str | Path]) -> list[tuple]:
+    """What `list` shows of each pi session file directly in `directories`: (path, activity ms or
+    None, mtime_ns, id, cwd, name, first user message, message entries, model)."""
+    rows: list[tuple] = []
+    for directory in directories:
+        rows += _under(conn, _LISTED, os.fspath(directory), "f.path", " AND f.harness = 'pi' AND s.entries IS NOT NULL")
+    return rows

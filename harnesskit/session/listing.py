@@ -186,8 +186,43 @@ def list_sessions(directories: list[Path], limit: int | None = None,
             gc.enable()
 
 
+def _from_index(directories: list[Path], limit: int | None,
+                on_progress: Callable[[int, int], None] | None) -> list[Summary] | None:
+    """The sessions as the index has them, after it is brought up to date for these directories
+    (what changed re-read, what is gone dropped, what is new read); None where there is no index
+    to trust: absent, foreign, of another version, damaged, or not writable when something changed."""
+    path = home_dir() / "index.sqlite"
+    if not path.is_file() or not all(d.is_absolute() for d in directories):
+        return None
+    import sqlite3
+
+    from . import catalog
+
+    conn = catalog.open_existing(path)
+    if conn is None:
+        return None
+    try:
+        catalog.update(conn, [], on_progress, partial=True, directories=directories)
+        found = catalog.listed(conn, directories)
+    except (sqlite3.Error, OSError):
+        return None
+    finally:
+        conn.close()
+    rows = []
+    for file, activity, mtime_ns, session_id, cwd, name, first_user, messages, model in found:
+        if activity is None:  # no message and no header time: the file's mtime, as os.stat gives it
+            activity = (mtime_ns // 1_000_000_000 + mtime_ns % 1_000_000_000 * 1e-9) * 1000
+        rows.append((activity / 1000, file.rpartition(os.sep)[2], file, session_id, cwd, name, first_user,
+                     messages, model))
+    rows.sort(key=itemgetter(0, 1), reverse=True)
+    return [Summary(r[2], r[0], "None" if r[3] is None else r[3], *r[4:]) for r in rows[:limit]]
+
+
 def _list_sessions(directories: list[Path], limit: int | None,
                    on_progress: Callable[[int, int], None] | None) -> list[Summary]:
+    indexed = _from_index(directories, limit, on_progress)
+    if indexed is not None:
+        return indexed
     caches: list[tuple[Path, dict, bool]] = []
     rows: list[tuple] = []
     for directory in directories:
