@@ -24,6 +24,7 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 
 import orjson
@@ -31,7 +32,7 @@ import orjson
 from .format import is_header
 from .migrate import UnsupportedSession, detect, iso_to_ms
 from .reader import parse_line
-from .store import activity_ms, first_text, header_of, iso_ms
+from .store import Summary, activity_ms, first_text, header_of, iso_ms
 
 SCHEMA_VERSION = 2  # 2: what `list` shows (activity, model, entries; ctime in files)
 HEAD_BYTES = 4096  # "the first bytes": a replaced file differs here (its header has another id)
@@ -493,44 +494,34 @@ def _digest(data: bytes) -> bytes:
 
 
 _ROW = "SELECT path, size, mtime_ns, inode, head, offset, line, session, harness FROM files"
-_KEY = "SELECT path, size, mtime_ns, ctime_ns, inode, harness FROM files"  # what says a file is unchanged
+# what says a file is unchanged: the row of each file is compared with its stat, column by column
+_KEY = "SELECT path, size, mtime_ns, ctime_ns, inode, harness FROM files"
+_first = itemgetter(0)
 
 
 def _under(conn: sqlite3.Connection, select: str, directory: str, column: str = "path", where: str = ""
-           ) -> Iterator[tuple]:
+           ) -> list[tuple]:
     """The rows of `select` (path first) for the files directly in `directory`, by a range of the key."""
     prefix = os.path.join(directory, "")
     end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    for row in conn.execute(f"{select} WHERE {column} >= ? AND {column} < ?{where}", (prefix, end)):
-        if os.sep not in row[0][len(prefix):]:
-            yield row
+    return conn.execute(f"{select} WHERE {column} >= ? AND {column} < ? AND instr(substr({column}, ?), ?) = 0"
+                        f"{where}", (prefix, end, len(prefix) + 1, os.sep)).fetchall()
 
 
-def update(conn: sqlite3.Connection, sources: Iterable[Source],
-           progress: Callable[[int, int], None] | None = None, *, partial: bool = False,
-           directories: Iterable[str | Path] = ()) -> UpdateStats:
-    """Bring the index up to date with `sources` and every `*.jsonl` directly in `directories` (pi's
-    layout, listed here: one stat per file from its directory entry): every file it should cover,
-    or with `partial` just these (a chat's own file after a turn; `list`'s directories), leaving
-    the others as they are. `progress` is told the bytes done and the bytes to do after each file read.
+def _by_path(rows: list[tuple]) -> dict[str, tuple]:
+    return dict(zip(map(_first, rows), rows, strict=True))  # no bytecode per row: 100,000 of them
 
-    A file is unchanged when its size, mtime, ctime and inode are (any write moves the ctime)."""
-    stats = UpdateStats()
-    sources = list(sources)
-    directories = [os.fspath(d) for d in directories]
-    if partial:
-        known: dict[str, tuple] = {}
-        for directory in directories:
-            known.update((row[0], row[1:]) for row in _under(conn, _KEY, directory))
-        for source in sources:
-            row = conn.execute(_KEY + " WHERE path = ?", (str(source.path),)).fetchone()
-            if row is not None:
-                known[row[0]] = row[1:]
-    else:
-        known = {row[0]: row[1:] for row in conn.execute(_KEY)}
-    seen: set[str] = set()
+
+def _compare(known: dict[str, tuple], directories: list[str], sources: list[Source], stats: UpdateStats
+             ) -> tuple[list[tuple], list[tuple[Source, os.stat_result]], list[str]]:
+    """Every `*.jsonl` directly in each directory (one stat each, from its directory entry) and the
+    sources, against their rows in `known` (emptied): (the rows still true, the files to read, the
+    paths gone)."""
+    remaining = known  # what is left in it at the end is gone
+    take = remaining.pop
+    kept: list[tuple] = []
     work: list[tuple[Source, os.stat_result]] = []
-    for directory in directories:
+    for directory in dict.fromkeys(directories):
         try:
             listing = os.scandir(directory)
         except OSError:
@@ -538,7 +529,7 @@ def update(conn: sqlite3.Connection, sources: Iterable[Source],
         with listing:
             for item in listing:
                 key = item.path
-                if not key.endswith(".jsonl") or key in seen or (not key.isascii() and _SURROGATE.search(key)):
+                if not key.endswith(".jsonl") or (not key.isascii() and _SURROGATE.search(key)):
                     continue  # a name that is no UTF-8 cannot be stored (nor shown): such a file is passed over
                 try:
                     if not item.is_file():
@@ -546,31 +537,91 @@ def update(conn: sqlite3.Connection, sources: Iterable[Source],
                     st = item.stat()
                 except OSError:
                     continue
-                seen.add(key)
-                if known.get(key) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, "pi"):
-                    stats.unchanged += 1
+                row = take(key, None)
+                if (row is not None and row[1] == st.st_size and row[2] == st.st_mtime_ns
+                        and row[3] == st.st_ctime_ns and row[4] == st.st_ino and row[5] == "pi"):
+                    kept.append(row)
                 else:
                     work.append((Source(key, "pi"), st))
+    taken = {source.path for source, _ in work}
+    if sources and directories:
+        taken.update(row[0] for row in kept)
     for source in sources:
         key = str(source.path)
-        if key in seen or (not key.isascii() and _SURROGATE.search(key)):
+        if key in taken or (not key.isascii() and _SURROGATE.search(key)):
             continue
         try:
             st = os.stat(key)
         except OSError:
             continue
-        seen.add(key)
-        if known.get(key) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, source.harness):
-            stats.unchanged += 1
+        taken.add(key)
+        row = take(key, None)
+        if (row is not None and row[1] == st.st_size and row[2] == st.st_mtime_ns and row[3] == st.st_ctime_ns
+                and row[4] == st.st_ino and row[5] == source.harness):
+            kept.append(row)
         else:
             work.append((Source(key, source.harness), st))
-    gone = [path for path in known if path not in seen] if not partial or directories else []
-    if partial and directories:  # only what lay in the directories listed, not a file named alone
-        within = {os.path.dirname(os.path.join(d, "")) for d in directories}
-        gone = [path for path in gone if os.path.dirname(path) in within]
+    stats.unchanged += len(kept)
+    return kept, work, list(remaining)
+
+
+def update(conn: sqlite3.Connection, sources: Iterable[Source],
+           progress: Callable[[int, int], None] | None = None, *, partial: bool = False,
+           directories: Iterable[str | Path] = ()) -> UpdateStats:
+    """Bring the index up to date with `sources` and every `*.jsonl` directly in `directories` (pi's
+    layout, listed here: one stat per file from its directory entry): every file it should cover,
+    or with `partial` just these (a chat's own file after a turn), leaving the others as they are;
+    a named source that is gone is dropped. `progress` is told the bytes done and the bytes to do
+    after each file read.
+
+    A file is unchanged when its size, mtime, ctime and inode are (any write moves the ctime)."""
+    stats = UpdateStats()
+    sources = list(sources)
+    directories = [os.fspath(d) for d in directories]
+    if partial:
+        rows = [row for directory in directories for row in _under(conn, _KEY, directory)]
+        for source in sources:
+            rows += conn.execute(_KEY + " WHERE path = ?", (str(source.path),)).fetchall()
+        known = _by_path(rows)
+    else:
+        known = _by_path(conn.execute(_KEY).fetchall())
+    _, work, gone = _compare(known, directories, sources, stats)
+    _apply(conn, work, gone, progress, stats)
+    stats.files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+    return stats
+
+
+# what `list` shows, with its sort key: the picker time in seconds (pi's order), else the file's mtime
+# as os.stat gives it (seconds + nanoseconds * 1e-9, in the same double arithmetic), then the file name
+_LISTED = ("SELECT f.path, f.size, f.mtime_ns, f.ctime_ns, f.inode, f.harness, coalesce(s.activity,"
+           " ((f.mtime_ns / 1000000000) + (f.mtime_ns % 1000000000) * 1e-9) * 1000) / 1000.0,"
+           " substr(f.path, length(rtrim(f.path, replace(f.path, '/', ''))) + 1), s.id, s.cwd, s.name,"
+           " s.first_user, s.entries, s.model FROM files f JOIN sessions s ON s.rowid = f.session")
+_ORDER = itemgetter(6, 7)
+
+
+def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: int | None = None,
+           progress: Callable[[int, int], None] | None = None) -> list[Summary]:
+    """The newest `limit` pi sessions directly in `directories` (all when None) in pi's picker
+    order, as `list` shows them, the index first brought up to date for them (as `update` does, in
+    the same pass over the files)."""
+    directories = [os.fspath(d) for d in directories]
+    known = _by_path([row for directory in directories for row in _under(conn, _LISTED, directory, "f.path")])
+    rows, work, gone = _compare(known, directories, [], UpdateStats())
+    _apply(conn, work, gone, progress, UpdateStats())
+    for source, _ in work:
+        rows += conn.execute(_LISTED + " WHERE f.path = ?", (source.path,)).fetchall()
+    rows = [r for r in rows if r[12] is not None]  # no session file (kept so it is not read again)
+    rows.sort(key=_ORDER, reverse=True)
+    return [Summary(r[0], r[6], "None" if r[8] is None else r[8], r[9], r[10], r[11], r[12], r[13])
+            for r in rows[:limit]]
+
+
+def _apply(conn: sqlite3.Connection, work: list[tuple[Source, os.stat_result]], gone: list[str],
+           progress: Callable[[int, int], None] | None, stats: UpdateStats) -> None:
+    """Read the changed files into the index and drop the gone ones, a batch per transaction."""
     if not work and not gone:  # nothing to write: no transaction, so a read-only index answers too
-        stats.files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
-        return stats
+        return
     old_rows = {}
     for source, _ in work:
         row = conn.execute(_ROW + " WHERE path = ?", (source.path,)).fetchone()
@@ -599,8 +650,6 @@ def update(conn: sqlite3.Connection, sources: Iterable[Source],
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-    stats.files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
-    return stats
 
 
 class _Batch:
@@ -681,7 +730,9 @@ def _update_file(batch: _Batch, source: Source, st: os.stat_result, old: tuple |
     key = str(source.path)
     try:
         fp = open(key, "rb")  # noqa: SIM115 - closed below
-    except OSError:
+    except OSError:  # unreadable now: what was read of it before is no longer what it holds
+        if old is not None:
+            batch.drop(key, old[6])
         return 0
     with fp:
         # a small file is read whole and split in memory; a large one is hashed here and streamed
@@ -873,15 +924,3 @@ def sessions(conn: sqlite3.Connection, filters: Filters, limit: int | None = Non
     rows = conn.execute(sql, [*args, limit] if limit else args).fetchall()
     return [SessionRow(*r[:8], orjson.loads(r[8]), *r[9:]) for r in rows]
 
-
-_LISTED = ("SELECT f.path, s.activity, f.mtime_ns, s.id, s.cwd, s.name, s.first_user, s.entries, s.model"
-           " FROM files f JOIN sessions s ON s.rowid = f.session")
-
-
-def listed(conn: sqlite3.Connection, directories: Iterable[str | Path]) -> list[tuple]:
-    """What `list` shows of each pi session file directly in `directories`: (path, activity ms or
-    None, mtime_ns, id, cwd, name, first user message, message entries, model)."""
-    rows: list[tuple] = []
-    for directory in directories:
-        rows += _under(conn, _LISTED, os.fspath(directory), "f.path", " AND f.harness = 'pi' AND s.entries IS NOT NULL")
-    return rows

@@ -202,20 +202,11 @@ def _from_index(directories: list[Path], limit: int | None,
     if conn is None:
         return None
     try:
-        catalog.update(conn, [], on_progress, partial=True, directories=directories)
-        found = catalog.listed(conn, directories)
+        return catalog.listed(conn, directories, limit, on_progress)
     except (sqlite3.Error, OSError):
         return None
     finally:
         conn.close()
-    rows = []
-    for file, activity, mtime_ns, session_id, cwd, name, first_user, messages, model in found:
-        if activity is None:  # no message and no header time: the file's mtime, as os.stat gives it
-            activity = (mtime_ns // 1_000_000_000 + mtime_ns % 1_000_000_000 * 1e-9) * 1000
-        rows.append((activity / 1000, file.rpartition(os.sep)[2], file, session_id, cwd, name, first_user,
-                     messages, model))
-    rows.sort(key=itemgetter(0, 1), reverse=True)
-    return [Summary(r[2], r[0], "None" if r[3] is None else r[3], *r[4:]) for r in rows[:limit]]
 
 
 def _list_sessions(directories: list[Path], limit: int | None,

@@ -92,6 +92,11 @@ def corpus_here(env: Env) -> tuple[list[Made], Path]:
         {"type": "session_info", "id": "n", "parentId": None, "timestamp": iso(START_MS), "name": "  named one "},
         {"type": "model_change", "id": "c", "parentId": None, "timestamp": iso(START_MS), "provider": "p",
          "modelId": "switched-model"}]))
+    timeless = extra(root, here, 4, [{"type": "custom", "id": "c", "parentId": None, "customType": "x"}])
+    del timeless.lines[0]["timestamp"]  # no message, no header time: ordered by the file's mtime
+    timeless.write()
+    os.utime(timeless.path, ns=(1_790_000_000_123_456_789, 1_790_000_000_123_456_789))
+    made.append(timeless)
     directory = root / encode_cwd(here)
     (directory / "junk.jsonl").write_text("not a session\n")
     (directory / "empty.jsonl").write_text("")
