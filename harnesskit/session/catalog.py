@@ -504,8 +504,8 @@ def _under(conn: sqlite3.Connection, select: str, directory: str, column: str = 
     """The rows of `select` (path first) for the files directly in `directory`, by a range of the key."""
     prefix = os.path.join(directory, "")
     end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    return conn.execute(f"{select} WHERE {column} >= ? AND {column} < ? AND instr(substr({column}, ?), ?) = 0"
-                        f"{where}", (prefix, end, len(prefix) + 1, os.sep)).fetchall()
+    return conn.execute(f"{select} WHERE {column} >= :low AND {column} < :high AND instr(substr({column}, :name), :sep)"
+                        f" = 0{where}", {"low": prefix, "high": end, "name": len(prefix) + 1, "sep": os.sep}).fetchall()
 
 
 def _by_path(rows: list[tuple]) -> dict[str, tuple]:
@@ -591,12 +591,12 @@ def update(conn: sqlite3.Connection, sources: Iterable[Source],
     return stats
 
 
-# what `list` shows, with its sort key: the picker time in seconds (pi's order), else the file's mtime
-# as os.stat gives it (seconds + nanoseconds * 1e-9, in the same double arithmetic), then the file name
+# a file's stat key and `list`'s sort key: the picker time in seconds (pi's order), else the file's
+# mtime as os.stat gives it (seconds + nanoseconds * 1e-9, in the same double arithmetic), then its name
 _LISTED = ("SELECT f.path, f.size, f.mtime_ns, f.ctime_ns, f.inode, f.harness, coalesce(s.activity,"
            " ((f.mtime_ns / 1000000000) + (f.mtime_ns % 1000000000) * 1e-9) * 1000) / 1000.0,"
-           " substr(f.path, length(rtrim(f.path, replace(f.path, '/', ''))) + 1), s.id, s.cwd, s.name,"
-           " s.first_user, s.entries, s.model FROM files f JOIN sessions s ON s.rowid = f.session")
+           " substr(f.path, :name), s.rowid, s.entries FROM files f JOIN sessions s ON s.rowid = f.session")
+_SHOWN = "SELECT rowid, id, cwd, name, first_user, entries, model FROM sessions"
 _ORDER = itemgetter(6, 7)
 
 
@@ -604,17 +604,28 @@ def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: i
            progress: Callable[[int, int], None] | None = None) -> list[Summary]:
     """The newest `limit` pi sessions directly in `directories` (all when None) in pi's picker
     order, as `list` shows them, the index first brought up to date for them (as `update` does, in
-    the same pass over the files)."""
+    the same pass over the files). The texts are fetched for the sessions shown only."""
     directories = [os.fspath(d) for d in directories]
     known = _by_path([row for directory in directories for row in _under(conn, _LISTED, directory, "f.path")])
     rows, work, gone = _compare(known, directories, [], UpdateStats())
     _apply(conn, work, gone, progress, UpdateStats())
     for source, _ in work:
-        rows += conn.execute(_LISTED + " WHERE f.path = ?", (source.path,)).fetchall()
-    rows = [r for r in rows if r[12] is not None]  # no session file (kept so it is not read again)
+        name = len(os.path.join(os.path.dirname(source.path), "")) + 1
+        rows += conn.execute(_LISTED + " WHERE f.path = :path", {"path": source.path, "name": name}).fetchall()
+    rows = [r for r in rows if r[9] is not None]  # no session file (kept so it is not read again)
     rows.sort(key=_ORDER, reverse=True)
-    return [Summary(r[0], r[6], "None" if r[8] is None else r[8], r[9], r[10], r[11], r[12], r[13])
-            for r in rows[:limit]]
+    rows = rows[:limit]
+    if len(rows) > 1000:  # most of them: one pass over the table beats a lookup each
+        texts = {t[0]: t for t in conn.execute(_SHOWN + " WHERE entries IS NOT NULL")}
+    else:
+        texts = {t[0]: t for t in conn.execute(_SHOWN + f" WHERE rowid IN ({','.join('?' * len(rows))})",
+                                               [r[8] for r in rows])}
+    out = []
+    for r in rows:
+        _, session_id, cwd, name, first_user, entries, model = texts[r[8]]
+        out.append(Summary(r[0], r[6], "None" if session_id is None else session_id, cwd, name, first_user,
+                           entries, model))
+    return out
 
 
 def _apply(conn: sqlite3.Connection, work: list[tuple[Source, os.stat_result]], gone: list[str],
