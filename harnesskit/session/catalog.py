@@ -484,6 +484,7 @@ class UpdateStats:
     dropped: int = 0
     bytes_read: int = 0
     messages: int = 0
+    passed_over: int = 0  # files whose name is no UTF-8: not stored
 
 
 SMALL_FILE = 1 << 20  # read whole, and split in memory; larger files are streamed
@@ -529,8 +530,11 @@ def _compare(known: dict[str, tuple], directories: list[str], sources: list[Sour
         with listing:
             for item in listing:
                 key = item.path
-                if not key.endswith(".jsonl") or (not key.isascii() and _SURROGATE.search(key)):
-                    continue  # a name that is no UTF-8 cannot be stored (nor shown): such a file is passed over
+                if not key.endswith(".jsonl"):
+                    continue
+                if not key.isascii() and _SURROGATE.search(key):
+                    stats.passed_over += 1  # a name that is no UTF-8 cannot be stored
+                    continue
                 try:
                     if not item.is_file():
                         continue
@@ -595,24 +599,32 @@ def update(conn: sqlite3.Connection, sources: Iterable[Source],
 # mtime as os.stat gives it (seconds + nanoseconds * 1e-9, in the same double arithmetic), then its name
 _LISTED = ("SELECT f.path, f.size, f.mtime_ns, f.ctime_ns, f.inode, f.harness, coalesce(s.activity,"
            " ((f.mtime_ns / 1000000000) + (f.mtime_ns % 1000000000) * 1e-9) * 1000) / 1000.0,"
-           " substr(f.path, :name), s.rowid, s.entries FROM files f JOIN sessions s ON s.rowid = f.session")
+           " substr(f.path, :name), s.rowid, s.entries, f.line FROM files f JOIN sessions s ON s.rowid = f.session")
 _SHOWN = "SELECT rowid, id, cwd, name, first_user, entries, model FROM sessions"
 _ORDER = itemgetter(6, 7)
 
 
 def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: int | None = None,
-           progress: Callable[[int, int], None] | None = None) -> list[Summary]:
+           progress: Callable[[int, int], None] | None = None) -> list[Summary] | None:
     """The newest `limit` pi sessions directly in `directories` (all when None) in pi's picker
     order, as `list` shows them, the index first brought up to date for them (as `update` does, in
-    the same pass over the files). The texts are fetched for the sessions shown only."""
+    the same pass over the files). The texts are fetched for the sessions shown only.
+
+    None when the index cannot say what `list` would: a file it passes over (a name that is no
+    UTF-8), or one of a legacy dialect (read migrated, where `list` reads the lines as they are)."""
     directories = [os.fspath(d) for d in directories]
     known = _by_path([row for directory in directories for row in _under(conn, _LISTED, directory, "f.path")])
-    rows, work, gone = _compare(known, directories, [], UpdateStats())
-    _apply(conn, work, gone, progress, UpdateStats())
+    stats = UpdateStats()
+    rows, work, gone = _compare(known, directories, [], stats)
+    _apply(conn, work, gone, progress, stats)
+    if stats.passed_over:
+        return None
     for source, _ in work:
         name = len(os.path.join(os.path.dirname(source.path), "")) + 1
         rows += conn.execute(_LISTED + " WHERE f.path = :path", {"path": source.path, "name": name}).fetchall()
     rows = [r for r in rows if r[9] is not None]  # no session file (kept so it is not read again)
+    if any(r[10] == 0 for r in rows):  # read through the loader: a legacy dialect, migrated
+        return None
     rows.sort(key=_ORDER, reverse=True)
     rows = rows[:limit]
     if len(rows) > 1000:  # most of them: one pass over the table beats a lookup each

@@ -52,9 +52,13 @@ def outputs(*args: str) -> str:
     return result.stdout
 
 
-def same_both_ways(env: Env, monkeypatch: pytest.MonkeyPatch) -> dict[tuple, str]:
-    """Every listing with the index (read from it alone) equals the listing without it."""
-    with no_file_reading(monkeypatch):
+def same_both_ways(env: Env, monkeypatch: pytest.MonkeyPatch, from_index: bool = True) -> dict[tuple, str]:
+    """Every listing with the index (read from it alone, unless not `from_index`) equals the listing
+    without it."""
+    if from_index:
+        with no_file_reading(monkeypatch):
+            indexed = {args: outputs(*args) for args in ARGS}
+    else:
         indexed = {args: outputs(*args) for args in ARGS}
     aside = db(env).with_name("index.sqlite.aside")
     db(env).rename(aside)
@@ -258,3 +262,31 @@ def test_the_picker_reads_from_the_index(env: Env) -> None:
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130
+
+
+def test_the_fixtures_list_the_same_both_ways(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pi's own files (branches, summaries, compactions, meta entries) from the index; with the
+    tutorial's legacy ones among them, from the files (the index holds those migrated)."""
+    from conftest import TUTORIAL_FILES, V3_FILES
+
+    directory = env.home / "sessions" / encode_cwd(os.getcwd())
+    directory.mkdir(parents=True)
+    for i, path in enumerate(V3_FILES):
+        (directory / f"{i:02d}_{path.name}").write_bytes(path.read_bytes())
+    assert invoke("index", "-q").exit_code == 0
+    listed = same_both_ways(env, monkeypatch)
+    assert len(listed[("--json",)].splitlines()) == len(V3_FILES) > 10
+    for i, path in enumerate(TUTORIAL_FILES):
+        (directory / f"legacy{i:02d}_{path.name}").write_bytes(path.read_bytes())
+    listed = same_both_ways(env, monkeypatch, from_index=False)
+    assert len(listed[("--json",)].splitlines()) == len(V3_FILES) + len(TUTORIAL_FILES)
+
+
+def test_a_name_the_index_cannot_hold_is_still_listed(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    made, directory = corpus_here(env)
+    assert invoke("index", "-q").exit_code == 0
+    bad = os.path.join(os.fsencode(directory), b"not-utf8-\xff.jsonl")
+    with open(bad, "wb") as fp:
+        fp.write(made[0].path.read_bytes().replace(made[0].session_id.encode(), b"the-undecodable-one"))
+    listed = same_both_ways(env, monkeypatch, from_index=False)
+    assert "the-undecodable-one" in listed[("--json",)]
