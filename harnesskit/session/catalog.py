@@ -50,6 +50,8 @@ CREATE TABLE sessions(
 CREATE TABLE messages(
   rowid INTEGER PRIMARY KEY, session INTEGER NOT NULL, entry_id TEXT, line INTEGER, role TEXT,
   time_ms INTEGER, model TEXT, tools TEXT NOT NULL DEFAULT '');
+CREATE INDEX files_key ON files(path, size, mtime_ns, ctime_ns, inode, harness, line);
+CREATE INDEX sessions_listed ON sessions(path, activity, entries);
 CREATE INDEX messages_session ON messages(session);
 CREATE VIRTUAL TABLE messages_fts USING fts5(text, tokenize = 'unicode61');
 CREATE TABLE usage(
@@ -496,17 +498,17 @@ def _digest(data: bytes) -> bytes:
 
 _ROW = "SELECT path, size, mtime_ns, inode, head, offset, line, session, harness FROM files"
 # what says a file is unchanged: the row of each file is compared with its stat, column by column
-_KEY = "SELECT path, size, mtime_ns, ctime_ns, inode, harness FROM files"
+# (covering indexes hold these columns: a range of paths is read without a lookup per row)
+_KEY = "SELECT path, size, mtime_ns, ctime_ns, inode, harness, line FROM files"
 _first = itemgetter(0)
 
 
-def _under(conn: sqlite3.Connection, select: str, directory: str, column: str = "path", where: str = ""
-           ) -> list[tuple]:
+def _under(conn: sqlite3.Connection, select: str, directory: str) -> list[tuple]:
     """The rows of `select` (path first) for the files directly in `directory`, by a range of the key."""
     prefix = os.path.join(directory, "")
     end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
-    return conn.execute(f"{select} WHERE {column} >= :low AND {column} < :high AND instr(substr({column}, :name), :sep)"
-                        f" = 0{where}", {"low": prefix, "high": end, "name": len(prefix) + 1, "sep": os.sep}).fetchall()
+    return conn.execute(f"{select} WHERE path >= ? AND path < ? AND instr(substr(path, ?), ?) = 0",
+                        (prefix, end, len(prefix) + 1, os.sep)).fetchall()
 
 
 def _by_path(rows: list[tuple]) -> dict[str, tuple]:
@@ -595,13 +597,9 @@ def update(conn: sqlite3.Connection, sources: Iterable[Source],
     return stats
 
 
-# a file's stat key and `list`'s sort key: the picker time in seconds (pi's order), else the file's
-# mtime as os.stat gives it (seconds + nanoseconds * 1e-9, in the same double arithmetic), then its name
-_LISTED = ("SELECT f.path, f.size, f.mtime_ns, f.ctime_ns, f.inode, f.harness, coalesce(s.activity,"
-           " ((f.mtime_ns / 1000000000) + (f.mtime_ns % 1000000000) * 1e-9) * 1000) / 1000.0,"
-           " substr(f.path, :name), s.rowid, s.entries, f.line FROM files f JOIN sessions s ON s.rowid = f.session")
+_LISTED = "SELECT path, activity, entries, rowid FROM sessions"
 _SHOWN = "SELECT rowid, id, cwd, name, first_user, entries, model FROM sessions"
-_ORDER = itemgetter(6, 7)
+_ORDER = itemgetter(0, 1)
 
 
 def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: int | None = None,
@@ -613,29 +611,37 @@ def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: i
     None when the index cannot say what `list` would: a file it passes over (a name that is no
     UTF-8), or one of a legacy dialect (read migrated, where `list` reads the lines as they are)."""
     directories = [os.fspath(d) for d in directories]
-    known = _by_path([row for directory in directories for row in _under(conn, _LISTED, directory, "f.path")])
+    known = _by_path([row for directory in directories for row in _under(conn, _KEY, directory)])
     stats = UpdateStats()
-    rows, work, gone = _compare(known, directories, [], stats)
+    files, work, gone = _compare(known, directories, [], stats)
     _apply(conn, work, gone, progress, stats)
     if stats.passed_over:
         return None
     for source, _ in work:
-        name = len(os.path.join(os.path.dirname(source.path), "")) + 1
-        rows += conn.execute(_LISTED + " WHERE f.path = :path", {"path": source.path, "name": name}).fetchall()
-    rows = [r for r in rows if r[9] is not None]  # no session file (kept so it is not read again)
-    if any(r[10] == 0 for r in rows):  # read through the loader: a legacy dialect, migrated
-        return None
+        files += conn.execute(_KEY + " WHERE path = ?", (source.path,)).fetchall()
+    sessions = _by_path([row for directory in directories for row in _under(conn, _LISTED, directory)])
+    rows = []
+    for path, _size, mtime_ns, _ctime, _inode, _harness, line in files:
+        session = sessions.get(path)
+        if session is None or session[2] is None:
+            continue  # no session file (kept so it is not read again)
+        if line == 0:  # read through the loader: a legacy dialect, migrated
+            return None
+        activity = session[1]
+        if activity is None:  # no message, no header time: the file's mtime as os.stat gives it
+            activity = (mtime_ns // 1_000_000_000 + mtime_ns % 1_000_000_000 * 1e-9) * 1000
+        rows.append((activity / 1000, path.rpartition(os.sep)[2], path, session[3]))
     rows.sort(key=_ORDER, reverse=True)
     rows = rows[:limit]
     if len(rows) > 1000:  # most of them: one pass over the table beats a lookup each
         texts = {t[0]: t for t in conn.execute(_SHOWN + " WHERE entries IS NOT NULL")}
     else:
         texts = {t[0]: t for t in conn.execute(_SHOWN + f" WHERE rowid IN ({','.join('?' * len(rows))})",
-                                               [r[8] for r in rows])}
+                                               [r[3] for r in rows])}
     out = []
-    for r in rows:
-        _, session_id, cwd, name, first_user, entries, model = texts[r[8]]
-        out.append(Summary(r[0], r[6], "None" if session_id is None else session_id, cwd, name, first_user,
+    for modified, _name, path, session in rows:
+        _, session_id, cwd, name, first_user, entries, model = texts[session]
+        out.append(Summary(path, modified, "None" if session_id is None else session_id, cwd, name, first_user,
                            entries, model))
     return out
 
