@@ -35,8 +35,10 @@ def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str |
     """List sessions, newest first (by their last message, as pi's picker): modified, name, message
     count, model, first message and path, cut to fit the terminal.
 
-    Only the files shown are read whole: the others are chosen from their first and last lines (and
-    a cache under $HARNESSKIT_HOME/cache that is checked against each file's size and times).
+    Where the index ($HARNESSKIT_HOME/index.sqlite, made by `harnesskit index`) is there, the rows
+    come from it, first brought up to date for what changed. Otherwise only the files shown are read
+    whole: the others are chosen from their first and last lines (and a cache under
+    $HARNESSKIT_HOME/cache that is checked against each file's size and times).
 
     \b
     Examples:
