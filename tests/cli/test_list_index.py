@@ -290,3 +290,17 @@ def test_a_name_the_index_cannot_hold_is_still_listed(env: Env, monkeypatch: pyt
         fp.write(made[0].path.read_bytes().replace(made[0].session_id.encode(), b"the-undecodable-one"))
     listed = same_both_ways(env, monkeypatch, from_index=False)
     assert "the-undecodable-one" in listed[("--json",)]
+
+
+def test_index_of_a_named_file_that_is_gone_drops_it(env: Env) -> None:
+    made, _ = corpus_here(env)
+    assert invoke("index", "-q").exit_code == 0
+    gone, kept = made[0].path, made[1].path
+    gone.unlink()
+    assert invoke("index", "-q", gone, kept).exit_code == 0
+    conn = sqlite3.connect(db(env))
+    paths = {row[0] for row in conn.execute("SELECT path FROM files")}
+    names = {row[0] for row in conn.execute("SELECT path FROM sessions")}
+    conn.close()
+    assert str(gone) not in paths and str(gone) not in names
+    assert str(kept) in paths and str(made[2].path) in paths  # the others stay: a partial update
