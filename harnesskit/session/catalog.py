@@ -598,7 +598,9 @@ def update(conn: sqlite3.Connection, sources: Iterable[Source],
 
 
 _LISTED = "SELECT path, activity, entries, rowid FROM sessions"
+_LISTED_ALL = "SELECT path, activity, entries, rowid, id, cwd, name, first_user, model FROM sessions"
 _SHOWN = "SELECT rowid, id, cwd, name, first_user, entries, model FROM sessions"
+_MANY = 1000  # sessions shown past which one pass over the table beats a lookup each
 _ORDER = itemgetter(0, 1)
 
 
@@ -619,7 +621,9 @@ def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: i
         return None
     for source, _ in work:
         files += conn.execute(_KEY + " WHERE path = ?", (source.path,)).fetchall()
-    sessions = _by_path([row for directory in directories for row in _under(conn, _LISTED, directory)])
+    whole = len(files) > _MANY and (limit is None or limit > _MANY)
+    sessions = _by_path(conn.execute(_LISTED_ALL + " WHERE entries IS NOT NULL").fetchall() if whole else
+                        [row for directory in directories for row in _under(conn, _LISTED, directory)])
     rows = []
     for path, _size, mtime_ns, _ctime, _inode, _harness, line in files:
         session = sessions.get(path)
@@ -630,17 +634,17 @@ def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: i
         activity = session[1]
         if activity is None:  # no message, no header time: the file's mtime as os.stat gives it
             activity = (mtime_ns // 1_000_000_000 + mtime_ns % 1_000_000_000 * 1e-9) * 1000
-        rows.append((activity / 1000, path.rpartition(os.sep)[2], path, session[3]))
+        rows.append((activity / 1000, path.rpartition(os.sep)[2], path, session))
     rows.sort(key=_ORDER, reverse=True)
     rows = rows[:limit]
-    if len(rows) > 1000:  # most of them: one pass over the table beats a lookup each
-        texts = {t[0]: t for t in conn.execute(_SHOWN + " WHERE entries IS NOT NULL")}
-    else:
-        texts = {t[0]: t for t in conn.execute(_SHOWN + f" WHERE rowid IN ({','.join('?' * len(rows))})",
-                                               [r[3] for r in rows])}
+    if whole:  # the texts came with the sort keys
+        return [Summary(path, modified, "None" if s[4] is None else s[4], s[5], s[6], s[7], s[2], s[8])
+                for modified, _name, path, s in rows]
+    texts = {t[0]: t for t in conn.execute(_SHOWN + f" WHERE rowid IN ({','.join('?' * len(rows))})",
+                                           [r[3][3] for r in rows])}
     out = []
     for modified, _name, path, session in rows:
-        _, session_id, cwd, name, first_user, entries, model = texts[session]
+        _, session_id, cwd, name, first_user, entries, model = texts[session[3]]
         out.append(Summary(path, modified, "None" if session_id is None else session_id, cwd, name, first_user,
                            entries, model))
     return out
