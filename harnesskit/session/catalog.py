@@ -24,6 +24,7 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 
 import orjson
@@ -31,9 +32,9 @@ import orjson
 from .format import is_header
 from .migrate import UnsupportedSession, detect, iso_to_ms
 from .reader import parse_line
-from .store import header_of
+from .store import Summary, activity_ms, first_text, header_of, iso_ms
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: what `list` shows (activity, model, entries; ctime in files)
 HEAD_BYTES = 4096  # "the first bytes": a replaced file differs here (its header has another id)
 BATCH_FILES = 500  # files per transaction: a killed update loses at most one batch of work
 
@@ -41,14 +42,16 @@ _SCHEMA = f"""
 CREATE TABLE files(
   path TEXT PRIMARY KEY, harness TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
   inode INTEGER NOT NULL, head BLOB NOT NULL, offset INTEGER NOT NULL, line INTEGER NOT NULL,
-  session INTEGER NOT NULL);
+  session INTEGER NOT NULL, ctime_ns INTEGER NOT NULL);
 CREATE TABLE sessions(
   rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, harness TEXT NOT NULL, id TEXT, cwd TEXT,
   name TEXT, first_user TEXT, created_ms INTEGER, updated_ms INTEGER, models TEXT NOT NULL DEFAULT '[]',
-  messages INTEGER NOT NULL DEFAULT 0, parent TEXT);
+  messages INTEGER NOT NULL DEFAULT 0, parent TEXT, activity REAL, model TEXT, entries INTEGER);
 CREATE TABLE messages(
   rowid INTEGER PRIMARY KEY, session INTEGER NOT NULL, entry_id TEXT, line INTEGER, role TEXT,
   time_ms INTEGER, model TEXT, tools TEXT NOT NULL DEFAULT '');
+CREATE INDEX files_key ON files(path, size, mtime_ns, ctime_ns, inode, harness, line);
+CREATE INDEX sessions_listed ON sessions(path, activity, entries);
 CREATE INDEX messages_session ON messages(session);
 CREATE VIRTUAL TABLE messages_fts USING fts5(text, tokenize = 'unicode61');
 CREATE TABLE usage(
@@ -129,6 +132,24 @@ def _install(conn: sqlite3.Connection) -> sqlite3.Connection:
     return conn
 
 
+def open_existing(path: Path, timeout: float = 1.0) -> sqlite3.Connection | None:
+    """The index at `path` when it is there, ours and of this schema; else None. Never created,
+    rebuilt or waited on for long: `list` works without it."""
+    try:
+        conn = sqlite3.connect(path.absolute().as_uri() + "?mode=rw", uri=True, timeout=timeout,
+                               isolation_level=None)
+    except sqlite3.Error:
+        return None
+    try:
+        if _usable(conn):
+            conn.execute("PRAGMA synchronous = NORMAL")
+            return conn
+    except sqlite3.Error:
+        pass
+    conn.close()
+    return None
+
+
 def _usable(conn: sqlite3.Connection) -> bool:
     if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
         return False
@@ -167,6 +188,9 @@ class Found:
     updated_ms: int | None = None
     messages: list[tuple] = field(default_factory=list)  # entry_id, line, role, time_ms, model, tools, text
     usage: list[tuple] = field(default_factory=list)  # entry_id, time_ms, provider, model, 4 counts, total, cost
+    activity: float | None = None  # ms of the last user/assistant message (store.activity_ms): pi's picker order
+    model: str | None = None  # the last model named (what `list` shows)
+    entries: int = 0  # entries of type "message", as pi's picker counts them
     offset: int = 0  # bytes read up to the end of the last complete line
     line: int = 0  # the number of the last line read
 
@@ -266,11 +290,16 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
     tools: list[str] = []
     model = None
     if kind == "message":
+        found.entries += 1
         message = entry.get("message")
         if message.__class__ is not dict:
             return
         role = _str(message.get("role"))
         stamp = _stamp(entry, message)
+        if role == "user" or role == "assistant":
+            activity = activity_ms(entry)
+            if activity is not None:
+                found.activity = activity
         if role == "toolResult":
             texts, _ = _texts(message.get("content"))
             name = _str(message.get("toolName"))
@@ -282,6 +311,8 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
             texts, tools = _texts(message.get("content"))
         if role == "assistant":
             model = _str(message.get("model"))
+            if model is not None:
+                found.model = model
             if model and model not in found.models:
                 found.models.append(model)
             usage = message.get("usage")
@@ -292,7 +323,7 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
                 found.usage.append((_str(entry.get("id")), stamp, _str(message.get("provider")), model, *counts,
                                     total, _cost(usage, counts)))
         elif role == "user" and found.first_user is None:
-            found.first_user = " ".join(" ".join(texts).split())[:300] or None
+            found.first_user = first_text(message.get("content"))  # as `list` shows it
     elif kind == "custom_message":
         role = "custom"
         stamp = _stamp(entry, None)
@@ -308,8 +339,10 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
         return
     elif kind == "model_change":
         model_id = _str(entry.get("modelId"))
-        if model_id is not None and model_id not in found.models:
-            found.models.append(model_id)
+        if model_id is not None:
+            found.model = model_id
+            if model_id not in found.models:
+                found.models.append(model_id)
         return
     else:
         return
@@ -422,20 +455,22 @@ def harness_sources() -> Iterator[Source]:
 
 
 def refresh(path: Path | None, sources: Iterable[Source], progress: Callable[[int, int], None] | None = None,
-            partial: bool = False) -> tuple[sqlite3.Connection, str | None, UpdateStats]:
-    """Open the index (rebuilding what cannot be trusted) and bring it up to date: what `index`,
-    `search` and `usage` all do first."""
+            partial: bool = False, directories: Iterable[str | Path] = ()) -> tuple[sqlite3.Connection, str | None,
+                                                                                     UpdateStats]:
+    """Open the index (rebuilding what cannot be trusted) and bring it up to date (see `update`):
+    what `index`, `search` and `usage` all do first."""
+    directories = list(directories)
     sources = list(sources)
     conn, note = open_catalog(path)
     try:
-        stats = update(conn, sources, progress, partial=partial)
+        stats = update(conn, sources, progress, partial=partial, directories=directories)
     except sqlite3.DatabaseError as error:  # damaged under us: start again from nothing, in memory if need be
         conn.close()
         if path is not None:
             remove(path)
         conn, again = open_catalog(path)
         note = f"{path}: damaged index ({error}); rebuilt" + (f"; {again}" if again else "")
-        stats = update(conn, sources, progress, partial=partial)
+        stats = update(conn, sources, progress, partial=partial, directories=directories)
     return conn, note, stats
 
 
@@ -451,6 +486,7 @@ class UpdateStats:
     dropped: int = 0
     bytes_read: int = 0
     messages: int = 0
+    passed_over: int = 0  # files whose name is no UTF-8: not stored
 
 
 SMALL_FILE = 1 << 20  # read whole, and split in memory; larger files are streamed
@@ -460,51 +496,186 @@ def _digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
-def update(conn: sqlite3.Connection, sources: Iterable[Source],
-           progress: Callable[[int, int], None] | None = None, *, partial: bool = False) -> UpdateStats:
-    """Bring the index up to date with `sources`: every file it should cover, or with `partial`
-    just these (a chat's own file after a turn), leaving the others as they are. `progress` is
-    told the bytes done and the bytes to do after each file read."""
-    stats = UpdateStats()
-    query = "SELECT path, size, mtime_ns, inode, head, offset, line, session, harness FROM files"
-    if partial:
-        sources = list(sources)
-        known = {}
-        for source in sources:
-            row = conn.execute(query + " WHERE path = ?", (str(source.path),)).fetchone()
-            if row is not None:
-                known[row[0]] = row[1:]
-    else:
-        known = {row[0]: row[1:] for row in conn.execute(query)}
-    seen: set[str] = set()
-    work: list[tuple[Source, os.stat_result, tuple | None]] = []
+_ROW = "SELECT path, size, mtime_ns, inode, head, offset, line, session, harness FROM files"
+# what says a file is unchanged: the row of each file is compared with its stat, column by column
+# (covering indexes hold these columns: a range of paths is read without a lookup per row)
+_KEY = "SELECT path, size, mtime_ns, ctime_ns, inode, harness, line FROM files"
+_first = itemgetter(0)
+
+
+def _under(conn: sqlite3.Connection, select: str, directory: str) -> list[tuple]:
+    """The rows of `select` (path first) for the files directly in `directory`, by a range of the key."""
+    prefix = os.path.join(directory, "")
+    end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    return conn.execute(f"{select} WHERE path >= ? AND path < ? AND instr(substr(path, ?), ?) = 0",
+                        (prefix, end, len(prefix) + 1, os.sep)).fetchall()
+
+
+def _by_path(rows: list[tuple]) -> dict[str, tuple]:
+    return dict(zip(map(_first, rows), rows, strict=True))  # no bytecode per row: 100,000 of them
+
+
+def _compare(known: dict[str, tuple], directories: list[str], sources: list[Source], stats: UpdateStats
+             ) -> tuple[list[tuple], list[tuple[Source, os.stat_result]], list[str]]:
+    """Every `*.jsonl` directly in each directory (one stat each, from its directory entry) and the
+    sources, against their rows in `known` (emptied): (the rows still true, the files to read, the
+    paths gone)."""
+    remaining = known  # what is left in it at the end is gone
+    take = remaining.pop
+    kept: list[tuple] = []
+    work: list[tuple[Source, os.stat_result]] = []
+    for directory in dict.fromkeys(directories):
+        try:
+            listing = os.scandir(directory)
+        except OSError:
+            continue
+        with listing:
+            for item in listing:
+                key = item.path
+                if not key.endswith(".jsonl"):
+                    continue
+                if not key.isascii() and _SURROGATE.search(key):
+                    stats.passed_over += 1  # a name that is no UTF-8 cannot be stored
+                    continue
+                try:
+                    if not item.is_file():
+                        continue
+                    st = item.stat()
+                except OSError:
+                    continue
+                row = take(key, None)
+                if (row is not None and row[1] == st.st_size and row[2] == st.st_mtime_ns
+                        and row[3] == st.st_ctime_ns and row[4] == st.st_ino and row[5] == "pi"):
+                    kept.append(row)
+                else:
+                    work.append((Source(key, "pi"), st))
+    taken = {source.path for source, _ in work}
+    if sources and directories:
+        taken.update(row[0] for row in kept)
     for source in sources:
         key = str(source.path)
-        if key in seen or (not key.isascii() and _SURROGATE.search(key)):
-            continue  # a name that is no UTF-8 cannot be stored (nor shown): such a file is passed over
+        if key in taken or (not key.isascii() and _SURROGATE.search(key)):
+            continue
         try:
             st = os.stat(key)
         except OSError:
             continue
-        seen.add(key)
-        old = known.get(key)
-        if old is not None and old[0] == st.st_size and old[1] == st.st_mtime_ns and old[2] == st.st_ino \
-                and old[7] == source.harness:
-            stats.unchanged += 1
-            continue
-        work.append((source, st, old))
-    gone = [] if partial else [path for path in known if path not in seen]
-    total = sum(st.st_size for _, st, _ in work)
+        taken.add(key)
+        row = take(key, None)
+        if (row is not None and row[1] == st.st_size and row[2] == st.st_mtime_ns and row[3] == st.st_ctime_ns
+                and row[4] == st.st_ino and row[5] == source.harness):
+            kept.append(row)
+        else:
+            work.append((Source(key, source.harness), st))
+    stats.unchanged += len(kept)
+    return kept, work, list(remaining)
+
+
+def update(conn: sqlite3.Connection, sources: Iterable[Source],
+           progress: Callable[[int, int], None] | None = None, *, partial: bool = False,
+           directories: Iterable[str | Path] = ()) -> UpdateStats:
+    """Bring the index up to date with `sources` and every `*.jsonl` directly in `directories` (pi's
+    layout, listed here: one stat per file from its directory entry): every file it should cover,
+    or with `partial` just these (a chat's own file after a turn), leaving the others as they are;
+    a named source that is gone is dropped. `progress` is told the bytes done and the bytes to do
+    after each file read.
+
+    A file is unchanged when its size, mtime, ctime and inode are (any write moves the ctime)."""
+    stats = UpdateStats()
+    sources = list(sources)
+    directories = [os.fspath(d) for d in directories]
+    if partial:
+        rows = [row for directory in directories for row in _under(conn, _KEY, directory)]
+        for source in sources:
+            rows += conn.execute(_KEY + " WHERE path = ?", (str(source.path),)).fetchall()
+        known = _by_path(rows)
+    else:
+        known = _by_path(conn.execute(_KEY).fetchall())
+    _, work, gone = _compare(known, directories, sources, stats)
+    _apply(conn, work, gone, progress, stats)
+    stats.files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+    return stats
+
+
+_LISTED = "SELECT path, activity, entries, rowid FROM sessions"
+_LISTED_ALL = "SELECT path, activity, entries, rowid, id, cwd, name, first_user, model FROM sessions"
+_SHOWN = "SELECT rowid, id, cwd, name, first_user, entries, model FROM sessions"
+_MANY = 1000  # sessions shown past which one pass over the table beats a lookup each
+_ORDER = itemgetter(0, 1)
+
+
+def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: int | None = None,
+           progress: Callable[[int, int], None] | None = None) -> list[Summary] | None:
+    """The newest `limit` pi sessions directly in `directories` (all when None) in pi's picker
+    order, as `list` shows them, the index first brought up to date for them (as `update` does, in
+    the same pass over the files). The texts are fetched for the sessions shown only.
+
+    None when the index cannot say what `list` would: a file it passes over (a name that is no
+    UTF-8), or one of a legacy dialect (read migrated, where `list` reads the lines as they are)."""
+    directories = [os.fspath(d) for d in directories]
+    known = _by_path([row for directory in directories for row in _under(conn, _KEY, directory)])
+    stats = UpdateStats()
+    files, work, gone = _compare(known, directories, [], stats)
+    _apply(conn, work, gone, progress, stats)
+    if stats.passed_over:
+        return None
+    for source, _ in work:
+        files += conn.execute(_KEY + " WHERE path = ?", (source.path,)).fetchall()
+    whole = len(files) > _MANY and (limit is None or limit > _MANY)
+    sessions = _by_path(conn.execute(_LISTED_ALL + " WHERE entries IS NOT NULL").fetchall() if whole else
+                        [row for directory in directories for row in _under(conn, _LISTED, directory)])
+    rows = []
+    for path, _size, mtime_ns, _ctime, _inode, _harness, line in files:
+        session = sessions.get(path)
+        if session is None or session[2] is None:
+            continue  # no session file (kept so it is not read again)
+        if line == 0:  # read through the loader: a legacy dialect, migrated
+            return None
+        activity = session[1]
+        if activity is None:  # no message, no header time: the file's mtime as os.stat gives it
+            activity = (mtime_ns // 1_000_000_000 + mtime_ns % 1_000_000_000 * 1e-9) * 1000
+        rows.append((activity / 1000, path.rpartition(os.sep)[2], path, session))
+    rows.sort(key=_ORDER, reverse=True)
+    rows = rows[:limit]
+    if whole:  # the texts came with the sort keys
+        return [Summary(path, modified, "None" if s[4] is None else s[4], s[5], s[6], s[7], s[2], s[8])
+                for modified, _name, path, s in rows]
+    texts = {t[0]: t for t in conn.execute(_SHOWN + f" WHERE rowid IN ({','.join('?' * len(rows))})",
+                                           [r[3][3] for r in rows])}
+    out = []
+    for modified, _name, path, session in rows:
+        _, session_id, cwd, name, first_user, entries, model = texts[session[3]]
+        out.append(Summary(path, modified, "None" if session_id is None else session_id, cwd, name, first_user,
+                           entries, model))
+    return out
+
+
+def _apply(conn: sqlite3.Connection, work: list[tuple[Source, os.stat_result]], gone: list[str],
+           progress: Callable[[int, int], None] | None, stats: UpdateStats) -> None:
+    """Read the changed files into the index and drop the gone ones, a batch per transaction."""
+    if not work and not gone:  # nothing to write: no transaction, so a read-only index answers too
+        return
+    old_rows = {}
+    for source, _ in work:
+        row = conn.execute(_ROW + " WHERE path = ?", (source.path,)).fetchone()
+        if row is not None:
+            old_rows[row[0]] = row[1:]
+    sessions_gone = {}
+    for path in gone:
+        row = conn.execute("SELECT session FROM files WHERE path = ?", (path,)).fetchone()
+        if row is not None:
+            sessions_gone[path] = row[0]
+    total = sum(st.st_size for _, st in work)
     done = 0
     for start in range(0, max(len(work), 1), BATCH_FILES):
         batch = _Batch(conn)  # BEGIN IMMEDIATE: one writer at a time; readers go on
         try:
             if start == 0:
-                for path in gone:
-                    batch.drop(path, known[path][6])
+                for path, session in sessions_gone.items():
+                    batch.drop(path, session)
                     stats.dropped += 1
-            for source, st, old in work[start:start + BATCH_FILES]:
-                stats.bytes_read += _update_file(batch, source, st, old, stats)
+            for source, st in work[start:start + BATCH_FILES]:
+                stats.bytes_read += _update_file(batch, source, st, old_rows.get(source.path), stats)
                 done += st.st_size
                 if progress is not None:
                     progress(done, total)
@@ -512,8 +683,6 @@ def update(conn: sqlite3.Connection, sources: Iterable[Source],
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-    stats.files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
-    return stats
 
 
 class _Batch:
@@ -539,29 +708,36 @@ class _Batch:
         conn.execute("DELETE FROM sessions WHERE rowid = ?", (session,))
         conn.execute("DELETE FROM files WHERE path = ?", (path,))
 
-    def new_session(self, path: str, harness: str, found: Found) -> int:
+    def new_session(self, path: str, harness: str, found: Found | None) -> int:
+        """A row for a file; `found` None: no session file (kept with no `entries`: `list` skips it)."""
+        listed = found is not None
+        found = found or Found()
         header = found.header or {}
         session = self.next_session
         self.next_session += 1
+        activity = found.activity if found.activity is not None else iso_ms(header.get("timestamp"))
         self.sessions.append((session, storable(path), harness, storable(_str(header.get("id"))),
                               storable(_str(header.get("cwd"))), storable(found.name), storable(found.first_user),
                               iso_to_ms(header.get("timestamp")), found.updated_ms, json_text(found.models),
-                              len(found.messages), storable(_str(header.get("parentSession")))))
+                              len(found.messages), storable(_str(header.get("parentSession"))), activity,
+                              storable(found.model), found.entries if listed else None))
         return session
 
     def extend_session(self, session: int, found: Found) -> None:
-        row = self.conn.execute("SELECT name, first_user, updated_ms, models FROM sessions WHERE rowid = ?",
-                                (session,)).fetchone()
-        name, first_user, updated, models = row
+        row = self.conn.execute("SELECT name, first_user, updated_ms, models, activity, model FROM sessions"
+                                " WHERE rowid = ?", (session,)).fetchone()
+        name, first_user, updated, models, activity, model = row
         models = orjson.loads(models)
         models += [m for m in found.models if m not in models]
         if found.updated_ms is not None:
             updated = found.updated_ms if updated is None else max(updated, found.updated_ms)
         self.conn.execute(
-            "UPDATE sessions SET name = ?, first_user = ?, updated_ms = ?, models = ?, messages = messages + ?"
-            " WHERE rowid = ?",
+            "UPDATE sessions SET name = ?, first_user = ?, updated_ms = ?, models = ?, messages = messages + ?,"
+            " activity = ?, model = ?, entries = entries + ? WHERE rowid = ?",
             (storable(found.name) if found.name is not None else name,
-             first_user or storable(found.first_user), updated, json_text(models), len(found.messages), session))
+             first_user if first_user is not None else storable(found.first_user), updated, json_text(models),
+             len(found.messages), found.activity if found.activity is not None else activity,
+             storable(found.model) if found.model is not None else model, found.entries, session))
 
     def rows(self, session: int, found: Found) -> None:
         first = self.next_message
@@ -573,11 +749,11 @@ class _Batch:
 
     def commit(self) -> None:
         conn = self.conn
-        conn.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.sessions)
+        conn.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.sessions)
         conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self.messages)
         conn.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)", self.texts)
         conn.executemany("INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.usage)
-        conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", self.files)
+        conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.files)
         conn.execute("COMMIT")
 
 
@@ -587,7 +763,9 @@ def _update_file(batch: _Batch, source: Source, st: os.stat_result, old: tuple |
     key = str(source.path)
     try:
         fp = open(key, "rb")  # noqa: SIM115 - closed below
-    except OSError:
+    except OSError:  # unreadable now: what was read of it before is no longer what it holds
+        if old is not None:
+            batch.drop(key, old[6])
         return 0
     with fp:
         # a small file is read whole and split in memory; a large one is hashed here and streamed
@@ -610,13 +788,13 @@ def _update_file(batch: _Batch, source: Source, st: os.stat_result, old: tuple |
             found = _read_whole(source, data, fp, whole)
             stats.read_full += 1
             read = st.st_size
-            session = batch.new_session(key, source.harness, found or Found())
+            session = batch.new_session(key, source.harness, found)
     if found is None:  # not a session file we read: kept, so it is not read again until it changes
         found = Found(offset=st.st_size)
     batch.rows(session, found)
     stats.messages += len(found.messages)
     batch.files.append((key, source.harness, st.st_size, st.st_mtime_ns, st.st_ino, head, found.offset,
-                        found.line, session))
+                        found.line, session, st.st_ctime_ns))
     return read
 
 
@@ -778,3 +956,4 @@ def sessions(conn: sqlite3.Connection, filters: Filters, limit: int | None = Non
            + " ORDER BY coalesce(s.updated_ms, s.created_ms) DESC, s.path" + (" LIMIT ?" if limit else ""))
     rows = conn.execute(sql, [*args, limit] if limit else args).fetchall()
     return [SessionRow(*r[:8], orjson.loads(r[8]), *r[9:]) for r in rows]
+
