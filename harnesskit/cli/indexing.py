@@ -14,14 +14,14 @@ from .errors import Fail, warn
 from .progress import progress
 
 
-def sources() -> list[catalog.Source]:
-    """Every session file the index covers: pi's layout under $HARNESSKIT_HOME, the flat session
-    directory of HARNESSKIT_SESSION_DIR when it is set, and Claude Code's and Codex's stores."""
+def pi_directories() -> list[Path]:
+    """The directories of pi's session files the index covers: pi's layout under $HARNESSKIT_HOME,
+    and the flat session directory of HARNESSKIT_SESSION_DIR when it is set."""
     directories = store.all_session_dirs()
     override = os.environ.get("HARNESSKIT_SESSION_DIR")
     if override:
         directories.append(Path(override).expanduser())
-    return [*catalog.pi_sources(directories), *catalog.harness_sources()]
+    return directories
 
 
 def refreshed(quiet: bool = False, rebuild: bool = False, only: list[catalog.Source] | None = None
@@ -31,14 +31,15 @@ def refreshed(quiet: bool = False, rebuild: bool = False, only: list[catalog.Sou
     path = catalog.default_path(store.home_dir())
     if rebuild:
         catalog.remove(path)
-    found = only if only is not None else sources()
+    found = only if only is not None else list(catalog.harness_sources())
+    directories = pi_directories() if only is None else []  # listed by the update itself, one stat each
     with progress(0, "indexing", quiet) as bar:
         def report(done: int, total: int) -> None:  # the total is known once the changed files are
             if bar is not None:
                 bar.total = max(total, 1)  # type: ignore[attr-defined]
                 bar(done)
 
-        conn, note, stats = catalog.refresh(path, found, report, partial=only is not None)
+        conn, note, stats = catalog.refresh(path, found, report, partial=only is not None, directories=directories)
     if note and not quiet:
         warn(note)
     return conn, stats

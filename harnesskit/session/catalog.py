@@ -24,15 +24,17 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 
 from .migrate import UnsupportedSession, detect, iso_to_ms
 from .reader import parse_line
-from .store import header_of
+from .store import Summary, activity_ms, first_text, header_of, iso_ms
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: what `list` shows (activity, model, entries; ctime in files)
 HEAD_BYTES = 4096  # "the first bytes": a replaced file differs here (its header has another id)
 BATCH_FILES = 500  # files per transaction: a killed update loses at most one batch of work
 
@@ -40,14 +42,16 @@ _SCHEMA = f"""
 CREATE TABLE files(
   path TEXT PRIMARY KEY, harness TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
   inode INTEGER NOT NULL, head BLOB NOT NULL, offset INTEGER NOT NULL, line INTEGER NOT NULL,
-  session INTEGER NOT NULL);
+  session INTEGER NOT NULL, ctime_ns INTEGER NOT NULL);
 CREATE TABLE sessions(
   rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, harness TEXT NOT NULL, id TEXT, cwd TEXT,
   name TEXT, first_user TEXT, created_ms INTEGER, updated_ms INTEGER, models TEXT NOT NULL DEFAULT '[]',
-  messages INTEGER NOT NULL DEFAULT 0, parent TEXT);
+  messages INTEGER NOT NULL DEFAULT 0, parent TEXT, activity REAL, model TEXT, entries INTEGER);
 CREATE TABLE messages(
   rowid INTEGER PRIMARY KEY, session INTEGER NOT NULL, entry_id TEXT, line INTEGER, role TEXT,
   time_ms INTEGER, model TEXT, tools TEXT NOT NULL DEFAULT '');
+CREATE INDEX files_key ON files(path, size, mtime_ns, ctime_ns, inode, harness, line);
+CREATE INDEX sessions_listed ON sessions(path, activity, entries);
 CREATE INDEX messages_session ON messages(session);
 CREATE VIRTUAL TABLE messages_fts USING fts5(text, tokenize = 'unicode61');
 CREATE TABLE usage(
@@ -128,6 +132,24 @@ def _install(conn: sqlite3.Connection) -> sqlite3.Connection:
     return conn
 
 
+def open_existing(path: Path, timeout: float = 1.0) -> sqlite3.Connection | None:
+    """The index at `path` when it is there, ours and of this schema; else None. Never created,
+    rebuilt or waited on for long: `list` works without it."""
+    try:
+        conn = sqlite3.connect(path.absolute().as_uri() + "?mode=rw", uri=True, timeout=timeout,
+                               isolation_level=None)
+    except sqlite3.Error:
+        return None
+    try:
+        if _usable(conn):
+            conn.execute("PRAGMA synchronous = NORMAL")
+            return conn
+    except sqlite3.Error:
+        pass
+    conn.close()
+    return None
+
+
 def _usable(conn: sqlite3.Connection) -> bool:
     if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
         return False
@@ -172,6 +194,9 @@ class Found:
     usage: list[tuple] = field(default_factory=list)  # session, entry_id, time_ms, provider, model, 4 counts,
     # total, cost
     clean: bool = True  # every entry came from orjson, which refuses lone surrogates: every string is storable
+    activity: float | None = None  # ms of the last user/assistant message (store.activity_ms): pi's picker order
+    model: str | None = None  # the last model named (what `list` shows)
+    entries: int = 0  # entries of type "message", as pi's picker counts them
     offset: int = 0  # bytes read up to the end of the last complete line
     line: int = 0  # the number of the last line read
 
@@ -275,6 +300,7 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
     tools = ""
     model = None
     if kind == "message":
+        found.entries += 1
         message = entry.get("message")
         if message.__class__ is not dict:
             return
@@ -285,6 +311,10 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
         if stamp.__class__ is not int or not -_INT64 < stamp < _INT64:
             stamp = _stamp(entry, message)
         content = message.get("content")
+        if role == "user" or role == "assistant":
+            activity = activity_ms(entry)
+            if activity is not None:
+                found.activity = activity
         if role == "toolResult":
             texts, _ = _texts(content)
             name = message.get("toolName")
@@ -302,8 +332,10 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
             model = message.get("model")
             if model.__class__ is not str:
                 model = None
-            elif model and model not in found.models:
-                found.models.append(model)
+            else:
+                found.model = model
+                if model and model not in found.models:
+                    found.models.append(model)
             usage = message.get("usage")
             if usage.__class__ is dict:
                 counts = [v if v.__class__ is int and -_INT64 < v < _INT64 else count(v)
@@ -317,7 +349,7 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
                                     provider if provider.__class__ is str else None, model, *counts,
                                     total or sum(counts), _cost(usage, counts)))
         elif role == "user" and found.first_user is None:
-            found.first_user = " ".join(" ".join(texts).split())[:300] or None
+            found.first_user = first_text(message.get("content"))  # as `list` shows it
     elif kind == "custom_message":
         role = "custom"
         stamp = _stamp(entry, None)
@@ -333,8 +365,10 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
         return
     elif kind == "model_change":
         model_id = _str(entry.get("modelId"))
-        if model_id is not None and model_id not in found.models:
-            found.models.append(model_id)
+        if model_id is not None:
+            found.model = model_id
+            if model_id not in found.models:
+                found.models.append(model_id)
         return
     else:
         return
@@ -459,20 +493,22 @@ def harness_sources() -> Iterator[Source]:
 
 
 def refresh(path: Path | None, sources: Iterable[Source], progress: Callable[[int, int], None] | None = None,
-            partial: bool = False) -> tuple[sqlite3.Connection, str | None, UpdateStats]:
-    """Open the index (rebuilding what cannot be trusted) and bring it up to date: what `index`,
-    `search` and `usage` all do first."""
+            partial: bool = False, directories: Iterable[str | Path] = ()) -> tuple[sqlite3.Connection, str | None,
+                                                                                     UpdateStats]:
+    """Open the index (rebuilding what cannot be trusted) and bring it up to date (see `update`):
+    what `index`, `search` and `usage` all do first."""
+    directories = list(directories)
     sources = list(sources)
     conn, note = open_catalog(path)
     try:
-        stats = update(conn, sources, progress, partial=partial)
+        stats = update(conn, sources, progress, partial=partial, directories=directories)
     except sqlite3.DatabaseError as error:  # damaged under us: start again from nothing, in memory if need be
         conn.close()
         if path is not None:
             remove(path)
         conn, again = open_catalog(path)
         note = f"{path}: damaged index ({error}); rebuilt" + (f"; {again}" if again else "")
-        stats = update(conn, sources, progress, partial=partial)
+        stats = update(conn, sources, progress, partial=partial, directories=directories)
     return conn, note, stats
 
 
@@ -488,6 +524,7 @@ class UpdateStats:
     dropped: int = 0
     bytes_read: int = 0
     messages: int = 0
+    passed_over: int = 0  # files whose name is no UTF-8: not stored
 
 
 SMALL_FILE = 1 << 20  # read whole, and split in memory; larger files are streamed
@@ -503,71 +540,220 @@ def _digest(data: bytes) -> bytes:
     return hashlib.sha1(data, usedforsecurity=False).digest()[:16]
 
 
-def update(conn: sqlite3.Connection, sources: Iterable[Source],
-           progress: Callable[[int, int], None] | None = None, *, partial: bool = False) -> UpdateStats:
-    """Bring the index up to date with `sources`: every file it should cover, or with `partial`
-    just these (a chat's own file after a turn), leaving the others as they are. `progress` is
-    told the bytes done and the bytes to do after each batch of files read."""
-    sources = list(sources)
-    for _ in range(3):
+_ROW = "SELECT path, size, mtime_ns, inode, head, offset, line, session, harness FROM files"
+# what says a file is unchanged: the row of each file is compared with its stat, column by column
+# (covering indexes hold these columns: a range of paths is read without a lookup per row)
+_KEY = "SELECT path, size, mtime_ns, ctime_ns, inode, harness, line FROM files"
+_first = itemgetter(0)
+T = TypeVar("T")
+
+
+def _under(conn: sqlite3.Connection, select: str, directory: str) -> list[tuple]:
+    """The rows of `select` (path first) for the files directly in `directory`, by a range of the key."""
+    prefix = os.path.join(directory, "")
+    end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    return conn.execute(f"{select} WHERE path >= ? AND path < ? AND instr(substr(path, ?), ?) = 0",
+                        (prefix, end, len(prefix) + 1, os.sep)).fetchall()
+
+
+def _by_path(rows: list[tuple]) -> dict[str, tuple]:
+    return dict(zip(map(_first, rows), rows, strict=True))  # no bytecode per row: 100,000 of them
+
+
+def _compare(known: dict[str, tuple], directories: list[str], sources: list[Source], stats: UpdateStats
+             ) -> tuple[list[tuple], list[tuple[Source, os.stat_result]], list[str]]:
+    """Every `*.jsonl` directly in each directory (one stat each, from its directory entry) and the
+    sources, against their rows in `known` (emptied): (the rows still true, the files to read, the
+    paths gone)."""
+    remaining = known  # what is left in it at the end is gone
+    take = remaining.pop
+    kept: list[tuple] = []
+    work: list[tuple[Source, os.stat_result]] = []
+    for directory in dict.fromkeys(directories):
         try:
-            return _update(conn, sources, progress, partial)
-        except _Raced:
-            continue  # another writer indexed some of these files meanwhile: again, from what it holds now
-    return _update(conn, sources, progress, partial, bulk=False)
+            listing = os.scandir(directory)
+        except OSError:
+            continue
+        with listing:
+            for item in listing:
+                key = item.path
+                if not key.endswith(".jsonl"):
+                    continue
+                if not key.isascii() and _SURROGATE.search(key):
+                    stats.passed_over += 1  # a name that is no UTF-8 cannot be stored
+                    continue
+                try:
+                    if not item.is_file():
+                        continue
+                    st = item.stat()
+                except OSError:
+                    continue
+                row = take(key, None)
+                if (row is not None and row[1] == st.st_size and row[2] == st.st_mtime_ns
+                        and row[3] == st.st_ctime_ns and row[4] == st.st_ino and row[5] == "pi"):
+                    kept.append(row)
+                else:
+                    work.append((Source(key, "pi"), st))
+    taken = {source.path for source, _ in work}
+    if sources and directories:
+        taken.update(row[0] for row in kept)
+    for source in sources:
+        key = str(source.path)
+        if key in taken or (not key.isascii() and _SURROGATE.search(key)):
+            continue
+        try:
+            st = os.stat(key)
+        except OSError:
+            continue
+        taken.add(key)
+        row = take(key, None)
+        if (row is not None and row[1] == st.st_size and row[2] == st.st_mtime_ns and row[3] == st.st_ctime_ns
+                and row[4] == st.st_ino and row[5] == source.harness):
+            kept.append(row)
+        else:
+            work.append((Source(key, source.harness), st))
+    stats.unchanged += len(kept)
+    return kept, work, list(remaining)
+
+
+def update(conn: sqlite3.Connection, sources: Iterable[Source],
+           progress: Callable[[int, int], None] | None = None, *, partial: bool = False,
+           directories: Iterable[str | Path] = ()) -> UpdateStats:
+    """Bring the index up to date with `sources` and every `*.jsonl` directly in `directories` (pi's
+    layout, listed here: one stat per file from its directory entry): every file it should cover,
+    or with `partial` just these (a chat's own file after a turn), leaving the others as they are;
+    a named source that is gone is dropped. `progress` is told the bytes done and the bytes to do
+    after each file read.
+
+    A file is unchanged when its size, mtime, ctime and inode are (any write moves the ctime)."""
+    sources = list(sources)
+    directories = [os.fspath(d) for d in directories]
+    return _retried(lambda bulk: _update(conn, sources, progress, partial, directories, bulk))
 
 
 class _Raced(Exception):
     """A batch collided with rows another writer added since this update read the index."""
 
 
-def _update(conn: sqlite3.Connection, sources: list[Source], progress: Callable[[int, int], None] | None,
-            partial: bool, bulk: bool = True) -> UpdateStats:
-    stats = UpdateStats()
-    query = "SELECT path, size, mtime_ns, inode, head, offset, line, session, harness FROM files"
-    if partial:
-        known = {}
-        for source in sources:
-            row = conn.execute(query + " WHERE path = ?", (str(source.path),)).fetchone()
-            if row is not None:
-                known[row[0]] = row[1:]
-    else:
-        known = {row[0]: row[1:] for row in conn.execute(query)}
-    seen: set[str] = set()
-    work: list[tuple[Source, os.stat_result, tuple | None]] = []
-    for source in sources:
-        key = str(source.path)
-        if key in seen or (not key.isascii() and _SURROGATE.search(key)):
-            continue  # a name that is no UTF-8 cannot be stored (nor shown): such a file is passed over
+def _retried(step: Callable[[bool], T]) -> T:
+    """`step(bulk=True)` again while it collides with another writer's rows (each time from what the
+    index holds now), at last without the bulk insert of new files, which cannot collide."""
+    for _ in range(3):
         try:
-            st = os.stat(key)
-        except OSError:
-            continue
-        seen.add(key)
-        old = known.get(key)
-        if old is not None and old[0] == st.st_size and old[1] == st.st_mtime_ns and old[2] == st.st_ino \
-                and old[7] == source.harness:
-            stats.unchanged += 1
-            continue
-        work.append((source, st, old))
-    gone = [] if partial else [path for path in known if path not in seen]
-    total = sum(st.st_size for _, st, _ in work)
+            return step(True)
+        except _Raced:
+            continue  # another writer indexed some of these files meanwhile: again, from what it holds now
+    return step(False)
+
+
+def _update(conn: sqlite3.Connection, sources: list[Source], progress: Callable[[int, int], None] | None,
+            partial: bool, directories: list[str], bulk: bool) -> UpdateStats:
+    stats = UpdateStats()
+    if partial:
+        rows = [row for directory in directories for row in _under(conn, _KEY, directory)]
+        for source in sources:
+            rows += conn.execute(_KEY + " WHERE path = ?", (str(source.path),)).fetchall()
+        known = _by_path(rows)
+    else:
+        known = _by_path(conn.execute(_KEY).fetchall())
+    _, work, gone = _compare(known, directories, sources, stats)
+    _apply(conn, work, gone, progress, stats, bulk)
+    stats.files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
+    return stats
+
+
+_LISTED = "SELECT path, activity, entries, rowid FROM sessions"
+_LISTED_ALL = "SELECT path, activity, entries, rowid, id, cwd, name, first_user, model FROM sessions"
+_SHOWN = "SELECT rowid, id, cwd, name, first_user, entries, model FROM sessions"
+_MANY = 1000  # sessions shown past which one pass over the table beats a lookup each
+_ORDER = itemgetter(0, 1)
+
+
+def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: int | None = None,
+           progress: Callable[[int, int], None] | None = None) -> list[Summary] | None:
+    """The newest `limit` pi sessions directly in `directories` (all when None) in pi's picker
+    order, as `list` shows them, the index first brought up to date for them (as `update` does, in
+    the same pass over the files). The texts are fetched for the sessions shown only.
+
+    None when the index cannot say what `list` would: a file it passes over (a name that is no
+    UTF-8), or one of a legacy dialect (read migrated, where `list` reads the lines as they are)."""
+    directories = [os.fspath(d) for d in directories]
+
+    def step(bulk: bool) -> tuple[list[tuple], list[tuple[Source, os.stat_result]], UpdateStats]:
+        known = _by_path([row for directory in directories for row in _under(conn, _KEY, directory)])
+        stats = UpdateStats()
+        files, work, gone = _compare(known, directories, [], stats)
+        _apply(conn, work, gone, progress, stats, bulk)
+        return files, work, stats
+
+    files, work, stats = _retried(step)
+    if stats.passed_over:
+        return None
+    for source, _ in work:
+        files += conn.execute(_KEY + " WHERE path = ?", (source.path,)).fetchall()
+    whole = len(files) > _MANY and (limit is None or limit > _MANY)
+    sessions = _by_path(conn.execute(_LISTED_ALL + " WHERE entries IS NOT NULL").fetchall() if whole else
+                        [row for directory in directories for row in _under(conn, _LISTED, directory)])
+    rows = []
+    for path, _size, mtime_ns, _ctime, _inode, _harness, line in files:
+        session = sessions.get(path)
+        if session is None or session[2] is None:
+            continue  # no session file (kept so it is not read again)
+        if line == 0:  # read through the loader: a legacy dialect, migrated
+            return None
+        activity = session[1]
+        if activity is None:  # no message, no header time: the file's mtime as os.stat gives it
+            activity = (mtime_ns // 1_000_000_000 + mtime_ns % 1_000_000_000 * 1e-9) * 1000
+        rows.append((activity / 1000, path.rpartition(os.sep)[2], path, session))
+    rows.sort(key=_ORDER, reverse=True)
+    rows = rows[:limit]
+    if whole:  # the texts came with the sort keys
+        return [Summary(path, modified, "None" if s[4] is None else s[4], s[5], s[6], s[7], s[2], s[8])
+                for modified, _name, path, s in rows]
+    texts = {t[0]: t for t in conn.execute(_SHOWN + f" WHERE rowid IN ({','.join('?' * len(rows))})",
+                                           [r[3][3] for r in rows])}
+    out = []
+    for modified, _name, path, session in rows:
+        _, session_id, cwd, name, first_user, entries, model = texts[session[3]]
+        out.append(Summary(path, modified, "None" if session_id is None else session_id, cwd, name, first_user,
+                           entries, model))
+    return out
+
+
+def _apply(conn: sqlite3.Connection, work: list[tuple[Source, os.stat_result]], gone: list[str],
+           progress: Callable[[int, int], None] | None, stats: UpdateStats, bulk: bool = True) -> None:
+    """Read the changed files into the index and drop the gone ones, a batch per transaction; with
+    `bulk`, the files it has never seen first (`_add_new`). Raises `_Raced` on another writer's rows."""
+    if not work and not gone:  # nothing to write: no transaction, so a read-only index answers too
+        return
+    old_rows = {}
+    if conn.execute("SELECT 1 FROM files LIMIT 1").fetchone() is not None:  # from scratch: no lookup per file
+        for source, _ in work:
+            row = conn.execute(_ROW + " WHERE path = ?", (source.path,)).fetchone()
+            if row is not None:
+                old_rows[row[0]] = row[1:]
+    sessions_gone = {}
+    for path in gone:
+        row = conn.execute("SELECT session FROM files WHERE path = ?", (path,)).fetchone()
+        if row is not None:
+            sessions_gone[path] = row[0]
+    total = sum(st.st_size for _, st in work)
     done = 0
     if bulk:
-        new = [(str(source.path), source.harness, st.st_size, st.st_mtime_ns, st.st_ino)
-               for source, st, old in work if old is None]
+        new = [(str(source.path), source.harness, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+               for source, st in work if source.path not in old_rows]
         if new:
             done = _add_new(conn, new, stats, progress, total)
-            work = [item for item in work if item[2] is not None]
+            work = [item for item in work if item[0].path in old_rows]
     for start in range(0, max(len(work), 1), BATCH_FILES):
         batch = _Batch(conn)  # BEGIN IMMEDIATE: one writer at a time; readers go on
         try:
             if start == 0:
-                for path in gone:
-                    batch.drop(path, known[path][6])
+                for path, session in sessions_gone.items():
+                    batch.drop(path, session)
                     stats.dropped += 1
-            for source, st, old in work[start:start + BATCH_FILES]:
-                stats.bytes_read += _update_file(batch, source, st, old, stats)
+            for source, st in work[start:start + BATCH_FILES]:
+                stats.bytes_read += _update_file(batch, source, st, old_rows.get(source.path), stats)
                 done += st.st_size
                 if progress is not None:
                     progress(done, total)
@@ -579,8 +765,6 @@ def _update(conn: sqlite3.Connection, sources: list[Source], progress: Callable[
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-    stats.files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
-    return stats
 
 
 @dataclass
@@ -611,45 +795,51 @@ class Rows:
 
 
 def _insert(conn: sqlite3.Connection, rows: Rows, files: str = "INSERT") -> None:
-    conn.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows.sessions)
+    conn.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows.sessions)
     conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows.messages)
     conn.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)", rows.texts)
     conn.executemany("INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows.usage)
-    conn.executemany(f"{files} INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows.files)
+    conn.executemany(f"{files} INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows.files)
 
 
-def session_row(found: Found, path: str, harness: str) -> tuple:
+def session_row(found: Found, path: str, harness: str, listed: bool = True) -> tuple:
+    """A file's row in `sessions`; `listed` False: no session file (kept with no `entries`: `list` skips it)."""
     header = found.header or {}
+    timestamp = header.get("timestamp")
+    activity = found.activity if found.activity is not None else iso_ms(timestamp)
     return (found.session, storable(path), harness, storable(_str(header.get("id"))),
             storable(_str(header.get("cwd"))), storable(found.name), storable(found.first_user),
-            iso_to_ms(header.get("timestamp")), found.updated_ms, storable(json_text(found.models)),
-            len(found.messages), storable(_str(header.get("parentSession"))))
+            iso_to_ms(timestamp), found.updated_ms, storable(json_text(found.models)),
+            len(found.messages), storable(_str(header.get("parentSession"))), activity,
+            storable(found.model), found.entries if listed else None)
 
 
-def read_new(items: list[tuple[str, str, int, int, int]], session: int, message: int) -> Iterator[Rows]:
-    """The rows of files the index has never seen (path, harness, size, mtime_ns, inode), BATCH_FILES
+def read_new(items: list[tuple[str, str, int, int, int, int]], session: int, message: int) -> Iterator[Rows]:
+    """The rows of files the index has never seen (path, harness, size, mtime_ns, inode, ctime_ns), BATCH_FILES
     at a time, numbered from the given rowids. Touches no database: a worker process runs it too."""
     for start in range(0, len(items), BATCH_FILES):
         rows = Rows()
-        for path, harness, size, mtime_ns, ino in items[start:start + BATCH_FILES]:
+        for path, harness, size, mtime_ns, ino, ctime_ns in items[start:start + BATCH_FILES]:
             rows.count += 1
             rows.size += size
             read = _read_file(path, harness, size, ino, None, Found(session=session, next=message))
             if read is None:
                 continue  # cannot be opened: left until it can
             _, found, head, _ = read
+            listed = found is not None
             if found is None:  # not a session file we read: kept, so it is not read again until it changes
                 found = Found(session=session, next=message, offset=size)
-            rows.sessions.append(session_row(found, path, harness))
+            rows.sessions.append(session_row(found, path, harness, listed))
             rows.add(found)
-            rows.files.append((path, harness, size, mtime_ns, ino, head, found.offset, found.line, session))
+            rows.files.append((path, harness, size, mtime_ns, ino, head, found.offset, found.line, session,
+                               ctime_ns))
             session += 1
             message = found.next
         rows.next_session, rows.next_message = session, message
         yield rows
 
 
-def _add_new(conn: sqlite3.Connection, items: list[tuple[str, str, int, int, int]], stats: UpdateStats,
+def _add_new(conn: sqlite3.Connection, items: list[tuple[str, str, int, int, int, int]], stats: UpdateStats,
              progress: Callable[[int, int], None] | None, total: int) -> int:
     """Index files the index has never seen, a batch per transaction; their rows are numbered ahead
     (a worker process reads and parses them while this one inserts, when there are many and a second
@@ -719,19 +909,21 @@ class _Batch:
         conn.execute("DELETE FROM files WHERE path = ?", (path,))
 
     def extend_session(self, session: int, found: Found) -> None:
-        row = self.conn.execute("SELECT name, first_user, updated_ms, models FROM sessions WHERE rowid = ?",
-                                (session,)).fetchone()
-        name, first_user, updated, models = row
+        row = self.conn.execute("SELECT name, first_user, updated_ms, models, activity, model FROM sessions"
+                                " WHERE rowid = ?", (session,)).fetchone()
+        name, first_user, updated, models, activity, model = row
         models = orjson.loads(models)
         models += [m for m in found.models if m not in models]
         if found.updated_ms is not None:
             updated = found.updated_ms if updated is None else max(updated, found.updated_ms)
         self.conn.execute(
-            "UPDATE sessions SET name = ?, first_user = ?, updated_ms = ?, models = ?, messages = messages + ?"
-            " WHERE rowid = ?",
+            "UPDATE sessions SET name = ?, first_user = ?, updated_ms = ?, models = ?, messages = messages + ?,"
+            " activity = ?, model = ?, entries = entries + ? WHERE rowid = ?",
             (storable(found.name) if found.name is not None else name,
-             first_user or storable(found.first_user), updated, storable(json_text(models)), len(found.messages),
-             session))
+             first_user if first_user is not None else storable(found.first_user), updated,
+             storable(json_text(models)), len(found.messages),
+             found.activity if found.activity is not None else activity,
+             storable(found.model) if found.model is not None else model, found.entries, session))
 
 
 def _update_file(batch: _Batch, source: Source, st: os.stat_result, old: tuple | None,
@@ -740,7 +932,9 @@ def _update_file(batch: _Batch, source: Source, st: os.stat_result, old: tuple |
     key = str(source.path)
     read = _read_file(key, source.harness, st.st_size, st.st_ino, old,
                       Found(session=batch.next_session, next=batch.next_message))
-    if read is None:
+    if read is None:  # unreadable now: what was read of it before is no longer what it holds
+        if old is not None:
+            batch.drop(key, old[6])
         return 0
     read_on, found, head, size = read
     if read_on:
@@ -750,15 +944,16 @@ def _update_file(batch: _Batch, source: Source, st: os.stat_result, old: tuple |
         if old is not None:
             batch.drop(key, old[6])
         stats.read_full += 1
+        listed = found is not None
         if found is None:  # not a session file we read: kept, so it is not read again until it changes
             found = Found(session=batch.next_session, next=batch.next_message, offset=st.st_size)
         batch.next_session += 1
-        batch.rows.sessions.append(session_row(found, key, source.harness))
+        batch.rows.sessions.append(session_row(found, key, source.harness, listed))
     batch.next_message = found.next  # type: ignore[union-attr]
     batch.rows.add(found)  # type: ignore[arg-type]
     stats.messages += len(found.messages)  # type: ignore[union-attr]
     batch.rows.files.append((key, source.harness, st.st_size, st.st_mtime_ns, st.st_ino, head,
-                             found.offset, found.line, found.session))  # type: ignore[union-attr]
+                             found.offset, found.line, found.session, st.st_ctime_ns))  # type: ignore[union-attr]
     return size
 
 
@@ -970,3 +1165,4 @@ def sessions(conn: sqlite3.Connection, filters: Filters, limit: int | None = Non
            + " ORDER BY coalesce(s.updated_ms, s.created_ms) DESC, s.path" + (" LIMIT ?" if limit else ""))
     rows = conn.execute(sql, [*args, limit] if limit else args).fetchall()
     return [SessionRow(*r[:8], orjson.loads(r[8]), *r[9:]) for r in rows]
+

@@ -186,8 +186,34 @@ def list_sessions(directories: list[Path], limit: int | None = None,
             gc.enable()
 
 
+def _from_index(directories: list[Path], limit: int | None,
+                on_progress: Callable[[int, int], None] | None) -> list[Summary] | None:
+    """The sessions as the index has them, after it is brought up to date for these directories
+    (what changed re-read, what is gone dropped, what is new read); None where there is no index
+    to trust: absent, foreign, of another version, damaged, or not writable when something changed."""
+    path = home_dir() / "index.sqlite"
+    if not path.is_file() or not all(d.is_absolute() for d in directories):
+        return None
+    import sqlite3
+
+    from . import catalog
+
+    conn = catalog.open_existing(path)
+    if conn is None:
+        return None
+    try:
+        return catalog.listed(conn, directories, limit, on_progress)
+    except (sqlite3.Error, OSError):
+        return None
+    finally:
+        conn.close()
+
+
 def _list_sessions(directories: list[Path], limit: int | None,
                    on_progress: Callable[[int, int], None] | None) -> list[Summary]:
+    indexed = _from_index(directories, limit, on_progress)
+    if indexed is not None:
+        return indexed
     caches: list[tuple[Path, dict, bool]] = []
     rows: list[tuple] = []
     for directory in directories:

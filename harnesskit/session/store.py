@@ -250,7 +250,7 @@ def summary_of(path: Path, header: dict, mtime: float, lines: Iterable[bytes]) -
             message = entry.get("message")
             if isinstance(message, dict):
                 if first_user is None and message.get("role") == "user":
-                    first_user = _text(message.get("content"))
+                    first_user = first_text(message.get("content"))
                 elif message.get("role") == "assistant" and isinstance(message.get("model"), str):
                     model = message["model"]
             stamp = activity_ms(entry)
@@ -267,7 +267,8 @@ def summary_of(path: Path, header: dict, mtime: float, lines: Iterable[bytes]) -
                    first_user, count, model)
 
 
-def _text(content: object) -> str | None:
+def first_text(content: object) -> str | None:
+    """A message's text as `list` shows it: a string, or its text blocks joined by spaces."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
