@@ -35,8 +35,8 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
 def dump(conn: sqlite3.Connection) -> dict:
     """Everything the index says, without its row numbers: equal dumps are equal indexes."""
     sessions = {r[0]: r[1:] for r in conn.execute(
-        "SELECT rowid, path, harness, id, cwd, name, first_user, created_ms, updated_ms, models, messages, parent"
-        " FROM sessions")}
+        "SELECT rowid, path, harness, id, cwd, name, first_user, created_ms, updated_ms, models, messages, parent,"
+        " activity, model, entries FROM sessions")}
     messages = sorted((sessions[r[0]][0], *r[1:]) for r in conn.execute(
         "SELECT m.session, m.entry_id, m.line, m.role, m.time_ms, m.model, m.tools, f.text FROM messages m"
         " JOIN messages_fts f ON f.rowid = m.rowid"))
