@@ -252,19 +252,20 @@ def _export_one(path: Path, tables: dict[str, _Table], stats: ExportStats, warn:
         m_stop(message.get("stopReason"))
         m_text(_text(content))
         if role == "assistant":
+            own_id = entry_id if entry_id.__class__ is str else _s(entry_id)
             if content.__class__ is list:
                 for block in content:
                     if block.__class__ is dict and block.get("type") == "toolCall":
                         call_id = _s(block.get("id")) or ""
-                        pending_calls[call_id] = (file, sid, _s(entry_id), call_id, _s(block.get("name")),
+                        pending_calls[call_id] = (file, sid, own_id, call_id, _s(block.get("name")),
                                                   json_text(block.get("arguments")))
             usage = message.get("usage")
             if usage.__class__ is dict:
-                add_usage(_usage_row(file, sid, _s(entry_id), time_ms, message, usage))
+                add_usage(_usage_row(file, sid, own_id, time_ms, message, usage))
         elif role == "toolResult":
             call = pending_calls.pop(_s(message.get("toolCallId")) or "", None)
             if call is not None:
-                add_call((*call, _s(entry_id), bool(message.get("isError"))))
+                add_call((*call, entry_id if entry_id.__class__ is str else _s(entry_id), bool(message.get("isError"))))
     for call in pending_calls.values():  # calls that never got a result
         add_call((*call, None, None))
     tables["sessions"].rows.append((file, harness, sid, _s(header.get("cwd")), name, iso_to_ms(header.get("timestamp")),
