@@ -45,6 +45,7 @@ SCHEMA: dict[str, pa.Schema] = {
                         ("total_tokens", _I), ("cost", _F), ("cost_recorded", _B)]),
 }
 BATCH_ROWS = 5_000  # rows held per table before they go out: entries' JSON is most of it
+_WRITERS = 2  # threads writing the tables (independent writers): encoding and zstd beside the reading
 # columns of few distinct values, dictionary-encoded; the others (ids, texts, JSON) gain nothing from it
 _DICTIONARY = ["file", "session_id", "harness", "cwd", "type", "role", "provider", "model", "stop_reason", "name",
                "export_id"]
@@ -154,7 +155,7 @@ def write_dataset(paths: Iterable[Path], out: Path, warn: Callable[[Diagnostic],
     stats = ExportStats(export_id())
     tables: dict[str, _Table] = {}
     temps: list[tuple[Path, Path]] = []
-    pool = ThreadPoolExecutor(2, thread_name_prefix="parquet")  # tables' writers are independent
+    pool = ThreadPoolExecutor(_WRITERS, thread_name_prefix="parquet")
     try:
         for name, schema in SCHEMA.items():
             directory = out / name
