@@ -45,6 +45,7 @@ SCHEMA: dict[str, pa.Schema] = {
                         ("total_tokens", _I), ("cost", _F), ("cost_recorded", _B)]),
 }
 BATCH_ROWS = 5_000  # rows held per table before they go out: entries' JSON is most of it
+_WRITERS = 2  # threads writing the tables (independent writers): encoding and zstd beside the reading
 # columns of few distinct values, dictionary-encoded; the others (ids, texts, JSON) gain nothing from it
 _DICTIONARY = ["file", "session_id", "harness", "cwd", "type", "role", "provider", "model", "stop_reason", "name",
                "export_id"]
@@ -73,23 +74,30 @@ def _text(content: object) -> str:
 
 @dataclass
 class _Table:
-    """One table's rows (tuples, turned into columns in C at `flush`), written out as a row group per
-    batch. The writing (encoding, compression: the C++ writer, which lets go of the GIL) runs on
-    `pool` while the next batch is read; one batch per table is in flight at most, so memory stays
-    bounded."""
+    """One table's rows (tuples, or for the big tables values column by column; turned into Arrow
+    columns in C at `flush`), written out as a row group per batch. The writing (encoding, compression:
+    the C++ writer, which lets go of the GIL) runs on `pool` (two threads: the tables' writers are
+    independent) while the next batch is read; one batch per table is in flight at most, so memory
+    stays bounded."""
 
     writer: pq.ParquetWriter
     schema: pa.Schema
     pool: ThreadPoolExecutor
     rows: list[tuple] = field(default_factory=list)
+    columns: list[list] = field(default_factory=list)  # or the values column by column (the big tables)
     pending: Future | None = None
 
+    def __post_init__(self) -> None:
+        self.columns = [[] for _ in self.schema]
+
     def flush(self) -> None:
-        if self.rows:
-            columns = zip(*self.rows, strict=True)
+        columns = zip(*self.rows, strict=True) if self.rows else self.columns if self.columns[0] else None
+        if columns is not None:
             arrays = [_array(column, f.type) for f, column in zip(self.schema, columns, strict=True)]
             batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
             self.rows.clear()
+            for column in self.columns:
+                column.clear()
             self.wait()
             self.pending = self.pool.submit(self.writer.write_batch, batch)
 
@@ -110,6 +118,8 @@ def _array(column: tuple, kind: pa.DataType) -> pa.Array:
     in C). A string column may hold what the entry held (a number, a list, a lone surrogate, which
     no UTF-8 encodes): then each value goes through `_string`."""
     try:
+        if column[0].__class__ is bytes:  # lines as written: taken as bytes, checked as UTF-8 in one pass
+            return pa.array(column, type=pa.binary()).cast(kind)
         return pa.array(column, type=kind)
     except (pa.ArrowTypeError, pa.ArrowInvalid, UnicodeEncodeError):
         if kind != pa.string():
@@ -145,7 +155,7 @@ def write_dataset(paths: Iterable[Path], out: Path, warn: Callable[[Diagnostic],
     stats = ExportStats(export_id())
     tables: dict[str, _Table] = {}
     temps: list[tuple[Path, Path]] = []
-    pool = ThreadPoolExecutor(1, thread_name_prefix="parquet")
+    pool = ThreadPoolExecutor(_WRITERS, thread_name_prefix="parquet")
     try:
         for name, schema in SCHEMA.items():
             directory = out / name
@@ -193,17 +203,26 @@ def _export_one(path: Path, tables: dict[str, _Table], stats: ExportStats, warn:
     pending_calls: dict[str, tuple] = {}  # tool calls waiting for their result, by call id
     count = messages = 0
     name = None
-    batch = tables["entries"].rows
-    add_entry, add_message = batch.append, tables["messages"].rows.append
+    # the two big tables' values go column by column (no tuple per row, no transposing them back)
+    e_file, e_sid, e_position, e_id, e_parent, e_type, e_stamp, e_json = (c.append for c in tables["entries"].columns)
+    m_file, m_sid, m_position, m_id, m_role, m_time, m_provider, m_model, m_stop, m_text = (
+        c.append for c in tables["messages"].columns)
+    held = tables["entries"].columns[0]
     add_call, add_usage = tables["tool_calls"].rows.append, tables["usage"].rows.append
     for position, (entry, raw) in enumerate(entries):
         count += 1
         get = entry.get
         entry_id = get("id")
         kind = get("type")
-        add_entry((file, sid, position, entry_id, get("parentId"), kind, get("timestamp"),
-                   raw if raw is not None else _json_text(entry)))
-        if len(batch) >= BATCH_ROWS:
+        e_file(file)
+        e_sid(sid)
+        e_position(position)
+        e_id(entry_id)
+        e_parent(get("parentId"))
+        e_type(kind)
+        e_stamp(get("timestamp"))
+        e_json(raw if raw is not None else _json_text(entry))
+        if len(held) >= BATCH_ROWS:
             for table in tables.values():
                 table.flush()
         if kind != "message":
@@ -223,22 +242,31 @@ def _export_one(path: Path, tables: dict[str, _Table], stats: ExportStats, warn:
             time_ms = iso_to_ms(get("timestamp"))
         messages += 1
         content = message.get("content")
-        add_message((file, sid, position, entry_id, role, time_ms, message.get("provider"), message.get("model"),
-                     message.get("stopReason"), _text(content)))
+        m_file(file)
+        m_sid(sid)
+        m_position(position)
+        m_id(entry_id)
+        m_role(role)
+        m_time(time_ms)
+        m_provider(message.get("provider"))
+        m_model(message.get("model"))
+        m_stop(message.get("stopReason"))
+        m_text(_text(content))
         if role == "assistant":
+            own_id = entry_id if entry_id.__class__ is str else _s(entry_id)
             if content.__class__ is list:
                 for block in content:
                     if block.__class__ is dict and block.get("type") == "toolCall":
                         call_id = _s(block.get("id")) or ""
-                        pending_calls[call_id] = (file, sid, _s(entry_id), call_id, _s(block.get("name")),
+                        pending_calls[call_id] = (file, sid, own_id, call_id, _s(block.get("name")),
                                                   json_text(block.get("arguments")))
             usage = message.get("usage")
             if usage.__class__ is dict:
-                add_usage(_usage_row(file, sid, _s(entry_id), time_ms, message, usage))
+                add_usage(_usage_row(file, sid, own_id, time_ms, message, usage))
         elif role == "toolResult":
             call = pending_calls.pop(_s(message.get("toolCallId")) or "", None)
             if call is not None:
-                add_call((*call, _s(entry_id), bool(message.get("isError"))))
+                add_call((*call, entry_id if entry_id.__class__ is str else _s(entry_id), bool(message.get("isError"))))
     for call in pending_calls.values():  # calls that never got a result
         add_call((*call, None, None))
     tables["sessions"].rows.append((file, harness, sid, _s(header.get("cwd")), name, iso_to_ms(header.get("timestamp")),
@@ -253,8 +281,13 @@ def _usage_row(file: str, sid: str | None, entry_id: str | None, time_ms: int | 
     from harnesskit.session.catalog import UsageRow, _cost
 
     get = usage.get
-    counts = [int64(get("input")), int64(get("output")), int64(get("cacheRead")), int64(get("cacheWrite"))]
-    total = int64(get("totalTokens")) or sum(counts)
+    # int64() inlined for the common count (an int in range): this runs for every assistant message
+    counts = [n if n.__class__ is int and -_INT64 < n < _INT64 else int64(n)
+              for n in (get("input"), get("output"), get("cacheRead"), get("cacheWrite"))]
+    total = get("totalTokens")
+    if total.__class__ is not int or not -_INT64 < total < _INT64:
+        total = int64(total)
+    total = total or sum(counts)
     own = _cost(usage, counts)
     provider, model = _s(message.get("provider")), _s(message.get("model"))
     cost = own if own is not None else \

@@ -27,7 +27,7 @@ from .format import is_header
 from .loader import SessionError, open_binary
 from .migrate import Migrator, UnsupportedSession, detect, migrate_header
 from .reader import Diagnostic, iter_lines, open_range, open_reporting, read_records
-from .shapes import proven_valid
+from .shapes import proven_message, proven_valid
 from .split import fork_worker, reap, split_point
 
 
@@ -197,6 +197,7 @@ def _scan(fp, state: _State, migrator: Migrator, header_line: int, number: int, 
     add = state.add
     is_valid = schemas.entry_is_valid
     proven = proven_valid
+    message_calls = proven_message
     known = _KNOWN_ENTRY_TYPES
     references = _REFERENCES
     line_of = state.line_of
@@ -215,6 +216,38 @@ def _scan(fp, state: _State, migrator: Migrator, header_line: int, number: int, 
                 entry = None
             if entry.__class__ is dict and raw[-1] == 10:  # a whole line holding an object
                 kind = entry.get("type")
+                if kind == "message":  # nine lines in ten: proven valid, then the structure, in one pass
+                    calls = message_calls(entry)
+                    if calls is not None:
+                        entries += 1
+                        entry_id = entry["id"]
+                        parent = entry["parentId"]
+                        if parent == last_id:
+                            parent = last_id  # one string for the id and its child's parentId (memory)
+                        first = line_of.setdefault(entry_id, number)
+                        if first != number:
+                            state.duplicate(number, entry_id, first)
+                        else:
+                            parent_of[entry_id] = parent
+                            # the entry just before is no forward parent (and is not this entry: no duplicate)
+                            if parent is not last_id and parent is not None and (
+                                    parent == entry_id or parent not in line_of):
+                                forward.append((number, entry_id, parent))
+                            last_id = entry_id
+                            if calls:
+                                calls_of[entry_id] = calls
+                            else:
+                                message = entry["message"]
+                                if message["role"] == "toolResult":
+                                    call_id = message["toolCallId"]
+                                    calls = calls_of.get(parent)
+                                    if (calls is None or call_id not in calls) and not _call_on_path(
+                                            state, parent, call_id, number):
+                                        add(number, "$.message.toolCallId",
+                                            f"toolCallId {call_id!r} matches no toolCall on this entry's path",
+                                            "orphan-tool-result")
+                        offset += len(raw)
+                        continue
                 if kind.__class__ is str and kind != "session" and kind != "header":
                     # _check_entry, inline (a test runs every file both ways)
                     entries += 1

@@ -17,13 +17,14 @@ from __future__ import annotations
 from typing import Any
 
 _INF = float("inf")
+_NEG_INF = -_INF
 _ABSENT: Any = ""  # a default that passes the `str` test: an absent optional key is valid
 _NO_BOOL: Any = False
 
 
 def _number(v: Any) -> bool:
     c = v.__class__
-    return c is int or (c is float and -_INF < v < _INF)
+    return c is int or (c is float and _NEG_INF < v < _INF)
 
 
 def _count(v: Any) -> bool:
@@ -32,42 +33,48 @@ def _count(v: Any) -> bool:
     return (c is int and v >= 0) or (c is float and 0 <= v < _INF)
 
 
-def _blocks(content: Any) -> bool:
-    """content.json#/$defs/blocks: an array of content blocks."""
+def _calls(content: Any) -> tuple[str, ...] | None:
+    """content.json#/$defs/blocks: an array of content blocks; the ids of its toolCall blocks, or None
+    when not proven."""
     if content.__class__ is not list:
-        return False
+        return None
+    calls: tuple[str, ...] = ()
     for b in content:
         if b.__class__ is not dict:
-            return False
+            return None
         t = b.get("type")
         if t == "text":
-            if b.get("text").__class__ is not str or b.get("textSignature", _ABSENT).__class__ is not str:
-                return False
+            # two keys, "type" and "text": no textSignature to test
+            if b.get("text").__class__ is not str or (len(b) > 2 and b.get("textSignature", _ABSENT).__class__
+                                                       is not str):
+                return None
         elif t == "toolCall":
-            if (b.get("id").__class__ is not str or b.get("name").__class__ is not str
+            call_id = b.get("id")
+            if (call_id.__class__ is not str or b.get("name").__class__ is not str
                     or b.get("arguments").__class__ is not dict
                     or b.get("thoughtSignature", _ABSENT).__class__ is not str):
-                return False
+                return None
+            calls += (call_id,)
         elif t == "thinking":
             if (b.get("thinking").__class__ is not str or b.get("thinkingSignature", _ABSENT).__class__ is not str
                     or b.get("redacted", _NO_BOOL).__class__ is not bool):
-                return False
+                return None
         elif t == "image":
             if b.get("data").__class__ is not str or b.get("mimeType").__class__ is not str:
-                return False
+                return None
         elif t.__class__ is not str:  # other block types are accepted, as pi accepts them
-            return False
-    return True
+            return None
+    return calls
 
 
 def _string_or_blocks(content: Any) -> bool:
-    return content.__class__ is str or _blocks(content)
+    return content.__class__ is str or _calls(content) is not None
 
 
 def _optional_number(obj: dict, key: str) -> bool:
     v = obj.get(key, 0)  # absent: valid
     c = v.__class__
-    return c is int or (c is float and -_INF < v < _INF)
+    return c is int or (c is float and _NEG_INF < v < _INF)
 
 
 _COUNTS = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")
@@ -76,9 +83,29 @@ _NO_COST: Any = {}
 
 
 def _usage(u: Any) -> bool:
-    """usage.json, inline (half a million calls of _count per 1 GB file were a tenth of the check)."""
+    """usage.json. What pi writes (every key there, integer counts) unrolled, which costs a third of a
+    loop over the keys; anything else key by key."""
     if u.__class__ is not dict:
         return False
+    try:
+        n1, n2, n3, n4, n5 = u["input"], u["output"], u["cacheRead"], u["cacheWrite"], u["totalTokens"]
+        cost = u["cost"]
+        if (n1.__class__ is int and n2.__class__ is int and n3.__class__ is int and n4.__class__ is int
+                and n5.__class__ is int and n1 >= 0 and n2 >= 0 and n3 >= 0 and n4 >= 0 and n5 >= 0
+                and cost.__class__ is dict):
+            c1, c2, c3, c4, c5 = cost["input"], cost["output"], cost["cacheRead"], cost["cacheWrite"], cost["total"]
+            if ((c1.__class__ is float and _NEG_INF < c1 < _INF or c1.__class__ is int)
+                    and (c2.__class__ is float and _NEG_INF < c2 < _INF or c2.__class__ is int)
+                    and (c3.__class__ is float and _NEG_INF < c3 < _INF or c3.__class__ is int)
+                    and (c4.__class__ is float and _NEG_INF < c4 < _INF or c4.__class__ is int)
+                    and (c5.__class__ is float and _NEG_INF < c5 < _INF or c5.__class__ is int)):
+                return True
+    except KeyError:
+        pass
+    return _usage_by_key(u)
+
+
+def _usage_by_key(u: dict) -> bool:
     for key in _COUNTS:
         v = u.get(key, 0)  # absent: valid
         c = v.__class__
@@ -90,7 +117,7 @@ def _usage(u: Any) -> bool:
     for key in _COSTS:
         v = cost.get(key, 0)
         c = v.__class__
-        if not (c is int or (c is float and -_INF < v < _INF)):
+        if not (c is int or (c is float and _NEG_INF < v < _INF)):
             return False
     return True
 
@@ -98,27 +125,40 @@ def _usage(u: Any) -> bool:
 _STOP_REASONS = frozenset({"stop", "length", "toolUse", "error", "aborted"})
 
 
-def _message_entry(e: dict) -> bool:
-    m = e.get("message")
-    if m.__class__ is not dict:
-        return False
-    role = m.get("role")
-    if role == "assistant":
-        stamp = m.get("timestamp")
-        return ((stamp.__class__ is int or _number(stamp)) and m.get("api").__class__ is str
-                and m.get("provider").__class__ is str and m.get("model").__class__ is str
-                and m.get("stopReason").__class__ is str and m["stopReason"] in _STOP_REASONS
-                and _blocks(m.get("content")) and _usage(m.get("usage"))
-                and m.get("errorMessage", _ABSENT).__class__ is str
-                and m.get("responseId", _ABSENT).__class__ is str
-                and m.get("responseModel", _ABSENT).__class__ is str)
-    if role == "toolResult":
-        return (m.get("toolCallId").__class__ is str and m.get("toolName").__class__ is str
-                and _blocks(m.get("content")) and m.get("isError", _NO_BOOL).__class__ is bool
-                and _optional_number(m, "timestamp"))
-    if role == "user":
-        return "content" in m and _string_or_blocks(m["content"]) and _optional_number(m, "timestamp")
-    return False  # bashExecution, custom and other roles: not proven here
+def proven_message(e: dict) -> tuple[str, ...] | None:
+    """proven_valid for an entry of type "message", and in the same pass what validate's structural
+    checks need of it: the ids of an assistant message's toolCall blocks (() for other roles and for
+    an assistant without calls). None when not proven."""
+    try:  # required keys: absent is not proven (a subscript in a try costs less than .get)
+        entry_id = e["id"]
+        parent = e["parentId"]
+        m = e["message"]
+        if (entry_id.__class__ is not str or entry_id == "" or (parent is not None and parent.__class__ is not str)
+                or e["timestamp"].__class__ is not str or m.__class__ is not dict):
+            return None
+        role = m.get("role")
+        if role == "assistant":
+            stamp = m["timestamp"]
+            if ((stamp.__class__ is int or _number(stamp)) and m["api"].__class__ is str
+                    and m["provider"].__class__ is str and m["model"].__class__ is str
+                    and m["stopReason"].__class__ is str and m["stopReason"] in _STOP_REASONS
+                    and _usage(m["usage"]) and m.get("errorMessage", _ABSENT).__class__ is str
+                    and m.get("responseId", _ABSENT).__class__ is str
+                    and m.get("responseModel", _ABSENT).__class__ is str):
+                return _calls(m["content"])
+            return None
+        if role == "toolResult":
+            if (m["toolCallId"].__class__ is str and m["toolName"].__class__ is str and _calls(m["content"]) is not None
+                    and m.get("isError", _NO_BOOL).__class__ is bool and _optional_number(m, "timestamp")):
+                return ()
+            return None
+        if role == "user":
+            if _string_or_blocks(m["content"]) and _optional_number(m, "timestamp"):
+                return ()
+            return None
+    except KeyError:
+        return None
+    return None  # bashExecution, custom and other roles: not proven here
 
 
 def _model_change(e: dict) -> bool:
@@ -160,7 +200,6 @@ def _session_info(e: dict) -> bool:
 
 
 _BY_TYPE = {
-    "message": _message_entry,
     "model_change": _model_change,
     "thinking_level_change": _thinking_level_change,
     "compaction": _compaction,
@@ -177,6 +216,8 @@ def proven_valid(e: Any) -> bool:
     if e.__class__ is not dict:
         return False
     kind = e.get("type")
+    if kind.__class__ is str and kind == "message":
+        return proven_message(e) is not None
     check = _BY_TYPE.get(kind) if kind.__class__ is str else None
     if check is None:
         return False

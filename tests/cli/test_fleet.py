@@ -167,3 +167,36 @@ def test_a_value_of_another_type_is_null_and_the_batch_keeps_the_rest(env: Env, 
                    {"role": "user", "provider": None, "time_ms": 4, "text": "plain"}]
     written = rows(tmp_path / "ds", "SELECT json FROM entries ORDER BY position")
     assert [json.loads(r["json"]) for r in written] == [plain, odd, plain]  # each line as written
+
+
+def test_the_tables_do_not_depend_on_the_batch_size(env: Env, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The big tables gather their values column by column and every table goes out a batch at a
+    time: a batch of 7 rows (a batch boundary inside every session, and batches holding two
+    sessions' rows) gives exactly the tables that one batch per export gives, on the fixtures, the
+    hostile lines and a generated session with branches, compaction, labels and custom entries."""
+    import pyarrow.parquet as pq
+    from test_export import HOSTILE_LINES
+
+    from harnesskit.export import parquet
+
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text("\n".join(HOSTILE_LINES) + "\n", encoding="utf-8")
+    generated = tmp_path / "generated.jsonl"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "generate.py"), "--entries", "3000",
+                    "--out", str(generated)], check=True, capture_output=True)
+    sources = [*[p for p in ALL_FIXTURES if p.exists()], hostile, generated,
+               *sorted((ROOT / "fixtures" / "claude-code").glob("*.jsonl"))]
+
+    def tables(name: str, batch_rows: int) -> dict[str, object]:
+        monkeypatch.setattr(parquet, "BATCH_ROWS", batch_rows)
+        result = invoke("export", *sources, "--parquet", tmp_path / name)
+        assert result.exit_code == 0, result.output
+        out = {table: pq.read_table(tmp_path / name / table) for table in parquet.SCHEMA}
+        out["sessions"] = out["sessions"].drop_columns(["export_id"])
+        return out
+
+    whole, small = tables("whole", 1_000_000), tables("small", 7)
+    assert whole["entries"].num_rows > 3000 and whole["tool_calls"].num_rows > 0
+    for table in parquet.SCHEMA:
+        assert small[table].equals(whole[table]), table

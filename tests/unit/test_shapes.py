@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from test_schemas import ENTRIES, HEADERS, WRONG_VALUES, _mutations, _one_per_shape, _paths, json_values
 
 from harnesskit.session import schemas as S
-from harnesskit.session.shapes import proven_header, proven_valid
+from harnesskit.session.shapes import proven_header, proven_message, proven_valid
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("hk_generate_shapes", ROOT / "benchmarks" / "generate.py")
@@ -134,3 +134,46 @@ def test_the_header_proof_never_proves_an_invalid_header() -> None:
                 assert valid, f"proven valid but the schema rejects it: {what}"
             rejected += not valid
     assert proven > 5 and rejected > 20  # both outcomes really happen
+
+
+def _calls_by_hand(entry: dict) -> tuple:
+    """What validate's structural check reads of a message: its assistant's toolCall ids, in order."""
+    message = entry["message"]
+    if message.get("role") != "assistant":
+        return ()
+    return tuple(b["id"] for b in message["content"] if b.get("type") == "toolCall")
+
+
+def test_proven_message_gives_the_verdict_and_the_tool_calls(tmp_path: Path) -> None:
+    """proven_message is proven_valid for message entries, and its calls are the entry's toolCall ids."""
+    messages = [e for e in ENTRIES + _generated(tmp_path) if e["type"] == "message"]
+    assert sum(bool(_calls_by_hand(e)) for e in messages) > 100  # assistants with calls really occur
+    for entry in messages:
+        calls = proven_message(entry)
+        assert (calls is not None) == proven_valid(entry)
+        if calls is not None:
+            assert calls == _calls_by_hand(entry), entry
+    for entry in _one_per_shape([e for e in ENTRIES if e["type"] == "message"]):
+        for what, mutated in _mutations(entry):
+            if mutated.get("type") == "message" and mutated.__class__ is dict:
+                assert (proven_message(mutated) is not None) == _agree(mutated, what)
+
+
+def test_usage_as_pi_writes_it_and_every_other_way() -> None:
+    """The unrolled usage proof (every key, integer counts) and the key-by-key one agree with the schema."""
+    base = next(e for e in ENTRIES if e["type"] == "message" and e["message"]["role"] == "assistant")
+    full = {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 3,
+            "cost": {"input": 0.5, "output": 1, "cacheRead": 0.0, "cacheWrite": 0, "total": 1.5}}
+    odd = (-1, -0.0, 0.5, 2**70, -(2**70), float("inf"), float("-inf"), float("nan"), True, None, "1", [1], {})
+    seen = set()
+    for key in [*full, *(f"cost.{k}" for k in full["cost"])]:
+        for value in odd:
+            usage = copy.deepcopy(full)
+            target, name = (usage["cost"], key[5:]) if key.startswith("cost.") else (usage, key)
+            target[name] = value
+            e = copy.deepcopy(base)
+            e["message"]["usage"] = usage
+            seen.add(_agree(e, f"usage.{key}={value!r}"))
+            del target[name]  # absent: valid
+            seen.add(_agree(e, f"usage.{key} absent"))
+    assert seen == {True, False}
