@@ -39,6 +39,8 @@ class StatsCounter:
         self.tools: Counter[str] = Counter()
         self.tokens: dict[str, int | float] = dict.fromkeys(TOKEN_KEYS, 0)
         self.cost: int | float = 0.0
+        # a worker's costs, in order, to be added to the parent's sum (a float sum depends on its order)
+        self.cost_log: list[int | float] | None = None
 
     def add(self, entry: dict) -> None:
         kind = entry["type"]
@@ -66,7 +68,26 @@ class StatsCounter:
                 elif value is not None:  # (absent adds nothing)
                     tokens[key] = _add(total, _number(value))
             if isinstance(usage.get("cost"), dict):
-                self.cost = _add(self.cost, _number(usage["cost"].get("total")))
+                cost = _number(usage["cost"].get("total"))
+                if self.cost_log is None:
+                    self.cost = _add(self.cost, cost)
+                else:
+                    self.cost_log.append(cost)
+
+    def merge(self, later: StatsCounter) -> bool:
+        """Add the counts of the entries after this counter's (counted with a `cost_log`), with the same
+        result as counting them here; False (and nothing added) when that cannot be exact: a token
+        count that is not an integer on either side."""
+        if not all(v.__class__ is int for v in (*self.tokens.values(), *later.tokens.values())):
+            return False
+        for mine, theirs in ((self.types, later.types), (self.roles, later.roles), (self.tools, later.tools)):
+            for key, count in theirs.items():  # in their order after ours: most_common's order of ties
+                mine[key] += count
+        for key in TOKEN_KEYS:
+            self.tokens[key] += later.tokens[key]
+        for cost in later.cost_log or ():
+            self.cost = _add(self.cost, cost)
+        return True
 
     def result(self, tree: Tree) -> dict:
         """The counts, with the shape of `tree` (built from the same entries' columns)."""
