@@ -124,8 +124,9 @@ def chain(n: int, make) -> list[dict]:  # noqa: ANN001
 def test_merges_across_the_cut(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: list[str],  # noqa: ANN001
                                case: str) -> None:
     """Each thing the parent merges, placed so that the cut (the middle of the file) falls among it."""
-    if case == "costs":  # a float sum depends on its order: 0.1 + 0.2 + ... added left to right, as one process
-        entries = chain(400, lambda i, p: assistant(i, p, [0.1, 1e-17, 0.7, 1e16, 3.3e-7][i % 5], tool=f"t{i % 7}"))
+    if case == "costs":  # a float sum depends on its order: 1e17 + 1.0 is 1e17, 1e17 + (1.0 + 1.0 ...) is not
+        entries = chain(400, lambda i, p: assistant(i, p, 1e17 if i == 1 else [0.1, 1.0, 3.3e-7][i % 3],
+                                                    tool=f"t{i % 7}"))
     elif case == "float-tokens":  # not mergeable exactly: the parent counts the second half again
         entries = chain(400, lambda i, p: assistant(i, p, 0.1, tokens=1.5 if i == 300 else 2 ** 60))
     elif case == "cross-links":  # a duplicate id, a forward and a dangling parent, a cycle, across the halves
