@@ -91,7 +91,9 @@ class StatsCounter:
 
     def result(self, tree: Tree) -> dict:
         """The counts, with the shape of `tree` (built from the same entries' columns)."""
-        roots, leaves, branch_points = _shape(tree)
+        get = tree.by_id.get  # each entry's parent position, looked up once for both walks
+        up = [None if parent is None else get(parent) for parent in tree.parents]
+        roots, leaves, branch_points = _shape(up)
         return {
             "entries": len(tree),
             "types": dict(self.types.most_common()),
@@ -99,7 +101,7 @@ class StatsCounter:
             "branch_points": branch_points,
             "leaves": leaves,
             "roots": roots,
-            "depth": _depth(tree),
+            "depth": _depth(tree, up),
             "tool_calls": dict(self.tools.most_common()),
             "tokens": {k: int(self.tokens[k]) for k in TOKEN_KEYS},
             "cost": round(self.cost, 6),
@@ -116,12 +118,11 @@ def session_stats(tree: Tree) -> dict:
     return counter.result(tree)
 
 
-def _shape(tree: Tree) -> tuple[int, int, int]:
+def _shape(up: list[int | None]) -> tuple[int, int, int]:
     """(roots, leaves, branch points) as Tree.children() counts them, in arrays, not a dict of lists."""
-    kids = array("l", [0]) * len(tree)
+    kids = array("l", [0]) * len(up)
     roots = 0
-    for pos in range(len(tree)):
-        parent = tree.parent_pos(pos)
+    for parent in up:
         if parent is None:
             roots += 1
         else:
@@ -130,16 +131,18 @@ def _shape(tree: Tree) -> tuple[int, int, int]:
     return roots, leaves, len(kids) - leaves - kids.count(1)
 
 
-def _depth(tree: Tree) -> int:
+def _depth(tree: Tree, up: list[int | None]) -> int:
     """The longest root -> entry path, computed in file order (parents usually come first)."""
-    depth = array("l", [0]) * len(tree)
+    depth = array("l", [0]) * len(up)
     best = 0
-    for pos in range(len(tree)):
-        parent = tree.parent_pos(pos)
-        if parent is None or parent >= pos:
-            d = 1 if parent is None else len(tree.path(pos))
+    for pos, parent in enumerate(up):
+        if parent is None:
+            d = 1
+        elif parent >= pos:
+            d = len(tree.path(pos))
         else:
             d = depth[parent] + 1
         depth[pos] = d
-        best = max(best, d)
+        if d > best:
+            best = d
     return best
