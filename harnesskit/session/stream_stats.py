@@ -141,7 +141,10 @@ def _worker(stream: Stream, cut: int, conn) -> None:  # noqa: ANN001 - a multipr
     diagnostics: list[Diagnostic] = []
     counted = Tally()
     counted.counter.cost_log = []
-    tally(replace(stream, on_progress=None).part(cut, stream.size, 1).items(), counted, diagnostics.append)
-    lines = array("q", counted.lines)
-    counted.lines = []
-    conn.send((counted, lines, diagnostics))
+    try:
+        tally(replace(stream, on_progress=None).part(cut, stream.size, 1).items(), counted, diagnostics.append)
+        lines = array("q", counted.lines)
+        counted.lines = []
+        conn.send((counted, lines, diagnostics))
+    except Exception:  # noqa: BLE001 - no traceback on the user's terminal: the parent counts this half itself
+        return

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from writeside_helpers import isolate
 
-from harnesskit.session import split
+from harnesskit.session import split, stream_stats
 from harnesskit.session.stats import StatsCounter
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,6 +155,23 @@ def test_merges_across_the_cut(run, tmp_path: Path, monkeypatch: pytest.MonkeyPa
         assert err.count("\n") >= 3  # the warnings of both halves, in file order
     if case == "names":
         assert "name=" not in out.splitlines()[0]
+
+
+def test_a_failed_worker_costs_only_time(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+                                         spy: list[str]) -> None:
+    """The worker fails (here: its count raises): the parent counts the second half itself, silently."""
+    path = generate.generate(tmp_path / "s.jsonl", 1000, seed=8)
+    parent, count = os.getpid(), stream_stats.tally
+
+    def failing(*args: object):  # noqa: ANN202
+        if os.getpid() != parent:
+            raise MemoryError("the worker ran out")
+        return count(*args)
+
+    one = stats_of(run, path, monkeypatch, False)
+    monkeypatch.setattr(stream_stats, "tally", failing)
+    assert stats_of(run, path, monkeypatch, True) == one
+    assert spy == ["forked"]  # no merge: the parent counted it all
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
