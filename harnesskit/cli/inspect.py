@@ -20,7 +20,7 @@ import orjson
 from harnesskit.session.loader import Session, SessionError, load_session
 from harnesskit.session.migrate import iso_to_ms
 from harnesskit.session.reader import Diagnostic
-from harnesskit.session.stats import StatsCounter, session_stats
+from harnesskit.session.stats import session_stats
 from harnesskit.session.stream import Stream, TreeWatch, open_stream, tree_diagnostics
 from harnesskit.session.tree import Tree, build_context
 from harnesskit.text import escape_json, visible
@@ -469,35 +469,10 @@ def context_lines(session: Session, leaf: object, fmt: str, cols: int | None, as
 
 
 def stats_lines(stream: Stream, fmt: str, cols: int | None, as_json: bool) -> Iterator[str]:
-    counter = StatsCounter()
-    ids: list[str | None] = []
-    parents: list[str | None] = []
-    types: list[str] = []
-    lines: list[int] = []
-    kinds: dict[str, str] = {}
-    previous: str | None = None
-    name = None
-    for item in stream.items():
-        if isinstance(item, Diagnostic):
-            warn_diagnostic(stream.path, item)
-            continue
-        line, entry, _ = item
-        counter.add(entry)
-        entry_id, parent = entry.get("id"), entry.get("parentId")
-        entry_id = entry_id if isinstance(entry_id, str) else None
-        ids.append(entry_id)
-        parents.append(previous if parent == previous else parent if isinstance(parent, str) else None)
-        kind = entry["type"]
-        types.append(kinds.setdefault(kind, kind))  # one string per type, not one per entry
-        lines.append(line)
-        previous = entry_id
-        if kind == "session_info" and isinstance(entry.get("name"), str):
-            name = entry["name"].strip() or None
-    tree = Tree.from_columns(ids, parents, types, lines, [])
-    for d in tree.diagnostics:
-        warn_diagnostic(stream.path, d)
-    yield from _stats_table(counter.result(tree), describe(stream.dialect, stream.header, len(tree), name), fmt, cols,
-                            as_json)
+    from harnesskit.session.stream_stats import stream_stats
+
+    stats, entries, name = stream_stats(stream, lambda d: warn_diagnostic(stream.path, d))
+    yield from _stats_table(stats, describe(stream.dialect, stream.header, entries, name), fmt, cols, as_json)
 
 
 def loaded_stats_lines(session: Session, fmt: str, cols: int | None, as_json: bool) -> Iterator[str]:

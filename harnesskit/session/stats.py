@@ -39,6 +39,8 @@ class StatsCounter:
         self.tools: Counter[str] = Counter()
         self.tokens: dict[str, int | float] = dict.fromkeys(TOKEN_KEYS, 0)
         self.cost: int | float = 0.0
+        # a worker's costs, in order, to be added to the parent's sum (a float sum depends on its order)
+        self.cost_log: list[int | float] | None = None
 
     def add(self, entry: dict) -> None:
         kind = entry["type"]
@@ -66,11 +68,32 @@ class StatsCounter:
                 elif value is not None:  # (absent adds nothing)
                     tokens[key] = _add(total, _number(value))
             if isinstance(usage.get("cost"), dict):
-                self.cost = _add(self.cost, _number(usage["cost"].get("total")))
+                cost = _number(usage["cost"].get("total"))
+                if self.cost_log is None:
+                    self.cost = _add(self.cost, cost)
+                else:
+                    self.cost_log.append(cost)
+
+    def merge(self, later: StatsCounter) -> bool:
+        """Add the counts of the entries after this counter's (counted with a `cost_log`), with the same
+        result as counting them here; False (and nothing added) when that cannot be exact: a token
+        count that is not an integer on either side."""
+        if not all(v.__class__ is int for v in (*self.tokens.values(), *later.tokens.values())):
+            return False
+        for mine, theirs in ((self.types, later.types), (self.roles, later.roles), (self.tools, later.tools)):
+            for key, count in theirs.items():  # in their order after ours: most_common's order of ties
+                mine[key] += count
+        for key in TOKEN_KEYS:
+            self.tokens[key] += later.tokens[key]
+        for cost in later.cost_log or ():
+            self.cost = _add(self.cost, cost)
+        return True
 
     def result(self, tree: Tree) -> dict:
         """The counts, with the shape of `tree` (built from the same entries' columns)."""
-        roots, leaves, branch_points = _shape(tree)
+        get = tree.by_id.get  # each entry's parent position, looked up once for both walks
+        up = [None if parent is None else get(parent) for parent in tree.parents]
+        roots, leaves, branch_points = _shape(up)
         return {
             "entries": len(tree),
             "types": dict(self.types.most_common()),
@@ -78,7 +101,7 @@ class StatsCounter:
             "branch_points": branch_points,
             "leaves": leaves,
             "roots": roots,
-            "depth": _depth(tree),
+            "depth": _depth(tree, up),
             "tool_calls": dict(self.tools.most_common()),
             "tokens": {k: int(self.tokens[k]) for k in TOKEN_KEYS},
             "cost": round(self.cost, 6),
@@ -95,12 +118,11 @@ def session_stats(tree: Tree) -> dict:
     return counter.result(tree)
 
 
-def _shape(tree: Tree) -> tuple[int, int, int]:
+def _shape(up: list[int | None]) -> tuple[int, int, int]:
     """(roots, leaves, branch points) as Tree.children() counts them, in arrays, not a dict of lists."""
-    kids = array("l", [0]) * len(tree)
+    kids = array("l", [0]) * len(up)
     roots = 0
-    for pos in range(len(tree)):
-        parent = tree.parent_pos(pos)
+    for parent in up:
         if parent is None:
             roots += 1
         else:
@@ -109,16 +131,18 @@ def _shape(tree: Tree) -> tuple[int, int, int]:
     return roots, leaves, len(kids) - leaves - kids.count(1)
 
 
-def _depth(tree: Tree) -> int:
+def _depth(tree: Tree, up: list[int | None]) -> int:
     """The longest root -> entry path, computed in file order (parents usually come first)."""
-    depth = array("l", [0]) * len(tree)
+    depth = array("l", [0]) * len(up)
     best = 0
-    for pos in range(len(tree)):
-        parent = tree.parent_pos(pos)
-        if parent is None or parent >= pos:
-            d = 1 if parent is None else len(tree.path(pos))
+    for pos, parent in enumerate(up):
+        if parent is None:
+            d = 1
+        elif parent >= pos:
+            d = len(tree.path(pos))
         else:
             d = depth[parent] + 1
         depth[pos] = d
-        best = max(best, d)
+        if d > best:
+            best = d
     return best

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -20,7 +20,7 @@ import orjson
 from .format import is_header
 from .loader import accept_header, no_header, open_binary
 from .migrate import Dialect, Migrator, migrate_header
-from .reader import Diagnostic, Record, line_content, read_records, reporting
+from .reader import Diagnostic, Record, line_content, open_range, read_records, reporting
 from .tree import Tree
 
 __all__ = ["Stream", "TreeWatch", "open_stream", "read_header", "tree_diagnostics"]
@@ -69,6 +69,7 @@ class Stream:
             offset = self._offset
             seen = watch._seen if watch is not None else set()
             remember, last, suspect = seen.add, None, False
+            number = self._next_line - 1
             for number, raw in enumerate(fp, self._next_line):
                 size = len(raw)
                 terminated = raw[-1:] == b"\n"
@@ -112,10 +113,25 @@ class Stream:
                             last, suspect = watch._last, watch.suspect
                         yield number, entry, content
                 offset += size
+            self._next_line = number + 1  # read to the end: the number the next line would have
         finally:
             self.close()
 
+    def part(self, start: int, stop: int, first_line: int, with_before: bool = False) -> Stream:
+        """The lines in bytes [start, stop) of this stream's file (both at line starts), numbered from
+        `first_line`: a process's share of a file it reads in two. Only the first part (`with_before`)
+        yields the diagnostics before the header; progress is reported as positions in the file."""
+        fp = open_range(self._fp.fileno(), start, stop, 1 << 17, self.on_progress)
+        return replace(self, _fp=fp, _before=self._before if with_before else [], _next_line=first_line,
+                       _offset=start, _also=None)
+
+    @property
+    def next_line(self) -> int:
+        """After `items` ran to the end: the number of the line after the last."""
+        return self._next_line
+
     _also: BinaryIO | None = None  # the file `_fp` reads through, when it reports progress
+    on_progress: Callable[[int], None] | None = None  # hears the position in the file
 
     def close(self) -> None:
         self._fp.close()
@@ -139,6 +155,7 @@ def open_stream(path: str | os.PathLike[str], on_progress: Callable[[int], None]
                     offset)
     if rest is not fp:
         stream._also = fp
+    stream.on_progress = on_progress
     return stream
 
 
