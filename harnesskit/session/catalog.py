@@ -26,10 +26,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 
-from .format import is_header
 from .migrate import UnsupportedSession, detect, iso_to_ms
 from .reader import parse_line
 from .store import Summary, activity_ms, first_text, header_of, iso_ms
@@ -179,15 +179,21 @@ class Source:
 
 @dataclass
 class Found:
-    """What reading (part of) one file gave: session fields, messages, usage rows."""
+    """What reading (part of) one file gave: session fields, and its messages and usage as the rows
+    stored (numbered already: the session's rowid, message rowids from `next`)."""
 
     header: dict | None = None
     name: str | None = None
     first_user: str | None = None
     models: list[str] = field(default_factory=list)
     updated_ms: int | None = None
-    messages: list[tuple] = field(default_factory=list)  # entry_id, line, role, time_ms, model, tools, text
-    usage: list[tuple] = field(default_factory=list)  # entry_id, time_ms, provider, model, 4 counts, total, cost
+    session: int = 0  # the session's rowid
+    next: int = 1  # the rowid of the next message
+    messages: list[tuple] = field(default_factory=list)  # rowid, session, entry_id, line, role, time_ms, model, tools
+    texts: list[tuple] = field(default_factory=list)  # rowid, text
+    usage: list[tuple] = field(default_factory=list)  # session, entry_id, time_ms, provider, model, 4 counts,
+    # total, cost
+    clean: bool = True  # every entry came from orjson, which refuses lone surrogates: every string is storable
     activity: float | None = None  # ms of the last user/assistant message (store.activity_ms): pi's picker order
     model: str | None = None  # the last model named (what `list` shows)
     entries: int = 0  # entries of type "message", as pi's picker counts them
@@ -284,44 +290,64 @@ def _stamp(entry: dict, message: dict | None) -> int | None:
     return iso_to_ms(entry.get("timestamp"))
 
 
+_USAGE_KEYS = ("input", "output", "cacheRead", "cacheWrite")
+
+
 def take_entry(found: Found, entry: dict, line: int) -> None:
-    """Add what one v3 entry says to `found` (messages, usage, name, models, times)."""
+    """Add what one v3 entry says to `found` (messages, usage, name, models, times). The hot path of
+    indexing (every entry of every file): checks inlined, each row built once as stored."""
     kind = entry.get("type")
-    tools: list[str] = []
+    tools = ""
     model = None
     if kind == "message":
         found.entries += 1
         message = entry.get("message")
         if message.__class__ is not dict:
             return
-        role = _str(message.get("role"))
-        stamp = _stamp(entry, message)
+        role = message.get("role")
+        if role.__class__ is not str:
+            role = None
+        stamp = message.get("timestamp")
+        if stamp.__class__ is not int or not -_INT64 < stamp < _INT64:
+            stamp = _stamp(entry, message)
+        content = message.get("content")
         if role == "user" or role == "assistant":
             activity = activity_ms(entry)
             if activity is not None:
                 found.activity = activity
         if role == "toolResult":
-            texts, _ = _texts(message.get("content"))
-            name = _str(message.get("toolName"))
-            if name is not None:
-                tools = [name]
+            texts, _ = _texts(content)
+            name = message.get("toolName")
+            if name.__class__ is str:
+                tools = name
         elif role == "bashExecution":
             texts = [str(message.get("command", "")), str(message.get("output", ""))]
+        elif content.__class__ is str:
+            texts = [content]
         else:
-            texts, tools = _texts(message.get("content"))
+            texts, called = _texts(content)
+            if called:
+                tools = ",".join(called)
         if role == "assistant":
-            model = _str(message.get("model"))
-            if model is not None:
+            model = message.get("model")
+            if model.__class__ is not str:
+                model = None
+            else:
                 found.model = model
-            if model and model not in found.models:
-                found.models.append(model)
+                if model and model not in found.models:
+                    found.models.append(model)
             usage = message.get("usage")
             if usage.__class__ is dict:
-                counts = [count(usage.get("input")), count(usage.get("output")),
-                          count(usage.get("cacheRead")), count(usage.get("cacheWrite"))]
-                total = count(usage.get("totalTokens")) or sum(counts)
-                found.usage.append((_str(entry.get("id")), stamp, _str(message.get("provider")), model, *counts,
-                                    total, _cost(usage, counts)))
+                counts = [v if v.__class__ is int and -_INT64 < v < _INT64 else count(v)
+                          for v in map(usage.get, _USAGE_KEYS)]
+                total = usage.get("totalTokens")
+                if total.__class__ is not int or not -_INT64 < total < _INT64:
+                    total = count(total)
+                provider = message.get("provider")
+                entry_id = entry.get("id")
+                found.usage.append((found.session, entry_id if entry_id.__class__ is str else None, stamp,
+                                    provider if provider.__class__ is str else None, model, *counts,
+                                    total or sum(counts), _cost(usage, counts)))
         elif role == "user" and found.first_user is None:
             found.first_user = first_text(message.get("content"))  # as `list` shows it
     elif kind == "custom_message":
@@ -348,31 +374,43 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
         return
     if stamp is not None and (found.updated_ms is None or stamp > found.updated_ms):
         found.updated_ms = stamp
-    text = "\n".join(texts)
-    found.messages.append((_str(entry.get("id")), line, role, stamp, model, ",".join(tools),
-                           text if text.isascii() else segment(text)))
+    text = texts[0] if len(texts) == 1 else "\n".join(texts)
+    rowid = found.next
+    found.next = rowid + 1
+    entry_id = entry.get("id")
+    found.messages.append((rowid, found.session, entry_id if entry_id.__class__ is str else None, line, role, stamp,
+                           model, tools))
+    found.texts.append((rowid, text if text.isascii() else segment(text)))
 
 
 def read_pi(lines: Iterable[bytes], found: Found, offset: int, line: int) -> Found:
-    """Read a v3 file's lines (the next is line `line` + 1, at byte `offset`). A last line without
-    a newline is left for the next update: it may be a write still under way."""
+    """Read a v3 file's complete lines, each without its "\n" (the next is line `line` + 1, at byte
+    `offset`); a last line without a newline is not among them: it may be a write still under way."""
     loads = orjson.loads
     error = orjson.JSONDecodeError
     for raw in lines:
-        if not raw.endswith(b"\n"):
-            break
         line += 1
-        offset += len(raw)
+        offset += len(raw) + 1
         try:
             entry = loads(raw)
         except error:  # what orjson refuses the reader may still read (a lone surrogate, 1e400)
             entry, code, _ = parse_line(raw.rstrip(b"\r\n"))
             if code is not None:
                 continue  # `validate` reports bad lines; the index only skips them
-        if entry.__class__ is dict and not is_header(entry):
+            found.clean = False
+        if entry.__class__ is dict:  # a header (type "session" or "header") adds nothing
             take_entry(found, entry, line)
     found.offset, found.line = offset, line
     return found
+
+
+def _make_storable(found: Found) -> None:
+    """Replace lone surrogates in the rows of entries orjson did not parse (rare: only those can hold one)."""
+    found.messages = [(*m[:2], storable(m[2]), m[3], storable(m[4]), m[5], storable(m[6]), storable(m[7]))
+                      for m in found.messages]
+    found.texts = [(rowid, storable(text)) for rowid, text in found.texts]
+    found.usage = [(u[0], storable(u[1]), u[2], storable(u[3]), storable(u[4]), *u[5:]) for u in found.usage]
+    found.clean = True
 
 
 def parse_header(first: bytes) -> dict | None:
@@ -381,7 +419,7 @@ def parse_header(first: bytes) -> dict | None:
     return header_of(first) if first.endswith(b"\n") else None
 
 
-def _read_loaded(source: Source) -> Found | None:
+def _read_loaded(source: Source, found: Found) -> Found | None:
     """A file the fast reader does not take (a legacy dialect, another harness): through the core's
     loader, migrated in memory; read again in full whenever it changes."""
     from .loader import SessionError, load_session
@@ -390,7 +428,7 @@ def _read_loaded(source: Source) -> Found | None:
         session = load_session(source.path, fmt=source.harness)
     except SessionError:
         return None
-    found = Found(header=session.header)
+    found.header, found.clean = session.header, False
     for entry, line in zip(session.entries, session.lines, strict=True):
         take_entry(found, entry, line)
     found.offset, found.line = session.size, 0
@@ -490,10 +528,16 @@ class UpdateStats:
 
 
 SMALL_FILE = 1 << 20  # read whole, and split in memory; larger files are streamed
+WORKER_FILES = 2000  # new files from which a second process reads them while this one inserts
+
+
+_READ = os.O_RDONLY | getattr(os, "O_BINARY", 0)
 
 
 def _digest(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
+    """The head's fingerprint: SHA-1 (hardware-assisted where the CPU has it: a third of blake2b's
+    time here), cut to the 16 bytes stored; it tells a replaced file, it guards nothing."""
+    return hashlib.sha1(data, usedforsecurity=False).digest()[:16]
 
 
 _ROW = "SELECT path, size, mtime_ns, inode, head, offset, line, session, harness FROM files"
@@ -501,6 +545,7 @@ _ROW = "SELECT path, size, mtime_ns, inode, head, offset, line, session, harness
 # (covering indexes hold these columns: a range of paths is read without a lookup per row)
 _KEY = "SELECT path, size, mtime_ns, ctime_ns, inode, harness, line FROM files"
 _first = itemgetter(0)
+T = TypeVar("T")
 
 
 def _under(conn: sqlite3.Connection, select: str, directory: str) -> list[tuple]:
@@ -581,9 +626,29 @@ def update(conn: sqlite3.Connection, sources: Iterable[Source],
     after each file read.
 
     A file is unchanged when its size, mtime, ctime and inode are (any write moves the ctime)."""
-    stats = UpdateStats()
     sources = list(sources)
     directories = [os.fspath(d) for d in directories]
+    return _retried(lambda bulk: _update(conn, sources, progress, partial, directories, bulk))
+
+
+class _Raced(Exception):
+    """A batch collided with rows another writer added since this update read the index."""
+
+
+def _retried(step: Callable[[bool], T]) -> T:
+    """`step(bulk=True)` again while it collides with another writer's rows (each time from what the
+    index holds now), at last without the bulk insert of new files, which cannot collide."""
+    for _ in range(3):
+        try:
+            return step(True)
+        except _Raced:
+            continue  # another writer indexed some of these files meanwhile: again, from what it holds now
+    return step(False)
+
+
+def _update(conn: sqlite3.Connection, sources: list[Source], progress: Callable[[int, int], None] | None,
+            partial: bool, directories: list[str], bulk: bool) -> UpdateStats:
+    stats = UpdateStats()
     if partial:
         rows = [row for directory in directories for row in _under(conn, _KEY, directory)]
         for source in sources:
@@ -592,7 +657,7 @@ def update(conn: sqlite3.Connection, sources: Iterable[Source],
     else:
         known = _by_path(conn.execute(_KEY).fetchall())
     _, work, gone = _compare(known, directories, sources, stats)
-    _apply(conn, work, gone, progress, stats)
+    _apply(conn, work, gone, progress, stats, bulk)
     stats.files = conn.execute("SELECT count(*) FROM files").fetchone()[0]
     return stats
 
@@ -613,10 +678,15 @@ def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: i
     None when the index cannot say what `list` would: a file it passes over (a name that is no
     UTF-8), or one of a legacy dialect (read migrated, where `list` reads the lines as they are)."""
     directories = [os.fspath(d) for d in directories]
-    known = _by_path([row for directory in directories for row in _under(conn, _KEY, directory)])
-    stats = UpdateStats()
-    files, work, gone = _compare(known, directories, [], stats)
-    _apply(conn, work, gone, progress, stats)
+
+    def step(bulk: bool) -> tuple[list[tuple], list[tuple[Source, os.stat_result]], UpdateStats]:
+        known = _by_path([row for directory in directories for row in _under(conn, _KEY, directory)])
+        stats = UpdateStats()
+        files, work, gone = _compare(known, directories, [], stats)
+        _apply(conn, work, gone, progress, stats, bulk)
+        return files, work, stats
+
+    files, work, stats = _retried(step)
     if stats.passed_over:
         return None
     for source, _ in work:
@@ -651,15 +721,17 @@ def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: i
 
 
 def _apply(conn: sqlite3.Connection, work: list[tuple[Source, os.stat_result]], gone: list[str],
-           progress: Callable[[int, int], None] | None, stats: UpdateStats) -> None:
-    """Read the changed files into the index and drop the gone ones, a batch per transaction."""
+           progress: Callable[[int, int], None] | None, stats: UpdateStats, bulk: bool = True) -> None:
+    """Read the changed files into the index and drop the gone ones, a batch per transaction; with
+    `bulk`, the files it has never seen first (`_add_new`). Raises `_Raced` on another writer's rows."""
     if not work and not gone:  # nothing to write: no transaction, so a read-only index answers too
         return
     old_rows = {}
-    for source, _ in work:
-        row = conn.execute(_ROW + " WHERE path = ?", (source.path,)).fetchone()
-        if row is not None:
-            old_rows[row[0]] = row[1:]
+    if conn.execute("SELECT 1 FROM files LIMIT 1").fetchone() is not None:  # from scratch: no lookup per file
+        for source, _ in work:
+            row = conn.execute(_ROW + " WHERE path = ?", (source.path,)).fetchone()
+            if row is not None:
+                old_rows[row[0]] = row[1:]
     sessions_gone = {}
     for path in gone:
         row = conn.execute("SELECT session FROM files WHERE path = ?", (path,)).fetchone()
@@ -667,6 +739,12 @@ def _apply(conn: sqlite3.Connection, work: list[tuple[Source, os.stat_result]], 
             sessions_gone[path] = row[0]
     total = sum(st.st_size for _, st in work)
     done = 0
+    if bulk:
+        new = [(str(source.path), source.harness, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+               for source, st in work if source.path not in old_rows]
+        if new:
+            done = _add_new(conn, new, stats, progress, total)
+            work = [item for item in work if item[0].path in old_rows]
     for start in range(0, max(len(work), 1), BATCH_FILES):
         batch = _Batch(conn)  # BEGIN IMMEDIATE: one writer at a time; readers go on
         try:
@@ -679,25 +757,147 @@ def _apply(conn: sqlite3.Connection, work: list[tuple[Source, os.stat_result]], 
                 done += st.st_size
                 if progress is not None:
                     progress(done, total)
-            batch.commit()
+            _insert(conn, batch.rows, "INSERT OR REPLACE")
+        except sqlite3.IntegrityError:
+            conn.execute("ROLLBACK")
+            raise _Raced from None
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        conn.execute("COMMIT")
+
+
+@dataclass
+class Rows:
+    """The rows of a batch of files, as inserted: in one transaction, a few executemany calls."""
+
+    sessions: list[tuple] = field(default_factory=list)
+    messages: list[tuple] = field(default_factory=list)
+    texts: list[tuple] = field(default_factory=list)
+    usage: list[tuple] = field(default_factory=list)
+    files: list[tuple] = field(default_factory=list)
+    count: int = 0  # files
+    size: int = 0  # their bytes
+    messages_added: int = 0
+    next_session: int = 1  # the rowids after this batch's
+    next_message: int = 1
+
+    def fields(self) -> tuple:
+        """The batch as plain lists and numbers (what a worker process passes back), in field order."""
+        return (self.sessions, self.messages, self.texts, self.usage, self.files, self.count, self.size,
+                self.messages_added, self.next_session, self.next_message)
+
+    def add(self, found: Found) -> None:
+        self.messages += found.messages
+        self.texts += found.texts
+        self.usage += found.usage
+        self.messages_added += len(found.messages)
+
+
+def _insert(conn: sqlite3.Connection, rows: Rows, files: str = "INSERT") -> None:
+    conn.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows.sessions)
+    conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows.messages)
+    conn.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)", rows.texts)
+    conn.executemany("INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows.usage)
+    conn.executemany(f"{files} INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows.files)
+
+
+def session_row(found: Found, path: str, harness: str, listed: bool = True) -> tuple:
+    """A file's row in `sessions`; `listed` False: no session file (kept with no `entries`: `list` skips it)."""
+    header = found.header or {}
+    timestamp = header.get("timestamp")
+    activity = found.activity if found.activity is not None else iso_ms(timestamp)
+    return (found.session, storable(path), harness, storable(_str(header.get("id"))),
+            storable(_str(header.get("cwd"))), storable(found.name), storable(found.first_user),
+            iso_to_ms(timestamp), found.updated_ms, storable(json_text(found.models)),
+            len(found.messages), storable(_str(header.get("parentSession"))), activity,
+            storable(found.model), found.entries if listed else None)
+
+
+def read_new(items: list[tuple[str, str, int, int, int, int]], session: int, message: int) -> Iterator[Rows]:
+    """The rows of files the index has never seen (path, harness, size, mtime_ns, inode, ctime_ns), BATCH_FILES
+    at a time, numbered from the given rowids. Touches no database: a worker process runs it too."""
+    for start in range(0, len(items), BATCH_FILES):
+        rows = Rows()
+        for path, harness, size, mtime_ns, ino, ctime_ns in items[start:start + BATCH_FILES]:
+            rows.count += 1
+            rows.size += size
+            read = _read_file(path, harness, size, ino, None, Found(session=session, next=message))
+            if read is None:
+                continue  # cannot be opened: left until it can
+            _, found, head, _ = read
+            listed = found is not None
+            if found is None:  # not a session file we read: kept, so it is not read again until it changes
+                found = Found(session=session, next=message, offset=size)
+            rows.sessions.append(session_row(found, path, harness, listed))
+            rows.add(found)
+            rows.files.append((path, harness, size, mtime_ns, ino, head, found.offset, found.line, session,
+                               ctime_ns))
+            session += 1
+            message = found.next
+        rows.next_session, rows.next_message = session, message
+        yield rows
+
+
+def _add_new(conn: sqlite3.Connection, items: list[tuple[str, str, int, int, int, int]], stats: UpdateStats,
+             progress: Callable[[int, int], None] | None, total: int) -> int:
+    """Index files the index has never seen, a batch per transaction; their rows are numbered ahead
+    (a worker process reads and parses them while this one inserts, when there are many and a second
+    core). A batch colliding with another writer's rows raises `_Raced`. Returns the bytes done."""
+    from . import worker
+
+    session, message = conn.execute("SELECT (SELECT coalesce(max(rowid), 0) + 1 FROM sessions),"
+                                    " (SELECT coalesce(max(rowid), 0) + 1 FROM messages)").fetchone()
+    done = files = 0
+    batches: Iterator[Rows] = read_new(items, session, message)
+    stream = None
+    if len(items) >= WORKER_FILES and worker.available():
+        try:
+            stream = worker.forked(rows.fields() for rows in batches)
+            batches = (Rows(*fields) for fields in stream)
+        except OSError:  # no process to be had: all of it here
+            pass
+    if progress is not None:
+        progress(done, total)  # the bar is there from the start: it moves a batch at a time
+    try:
+        while True:
+            try:
+                for rows in batches:
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        _insert(conn, rows)
+                    except sqlite3.IntegrityError:
+                        conn.execute("ROLLBACK")
+                        raise _Raced from None
+                    except BaseException:
+                        conn.execute("ROLLBACK")
+                        raise
+                    conn.execute("COMMIT")
+                    stats.read_full += len(rows.files)
+                    stats.bytes_read += sum(row[2] for row in rows.files)
+                    stats.messages += rows.messages_added
+                    files += rows.count
+                    session, message = rows.next_session, rows.next_message
+                    done += rows.size
+                    if progress is not None:
+                        progress(done, total)
+                return done
+            except worker.Lost:  # the worker died: the rest here
+                batches = read_new(items[files:], session, message)
+    finally:
+        if stream is not None:
+            stream.close()  # ends the worker if it still runs
 
 
 class _Batch:
-    """The rows of a batch of files, written in one transaction with a few executemany calls."""
+    """A transaction over changed files: drops, sessions extended, rows added."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN IMMEDIATE")
         self.conn = conn
         self.next_session = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM sessions").fetchone()[0]
         self.next_message = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM messages").fetchone()[0]
-        self.sessions: list[tuple] = []
-        self.messages: list[tuple] = []
-        self.texts: list[tuple] = []
-        self.usage: list[tuple] = []
-        self.files: list[tuple] = []
+        self.rows = Rows()
 
     def drop(self, path: str, session: int) -> None:
         conn = self.conn
@@ -707,21 +907,6 @@ class _Batch:
         conn.execute("DELETE FROM usage WHERE session = ?", (session,))
         conn.execute("DELETE FROM sessions WHERE rowid = ?", (session,))
         conn.execute("DELETE FROM files WHERE path = ?", (path,))
-
-    def new_session(self, path: str, harness: str, found: Found | None) -> int:
-        """A row for a file; `found` None: no session file (kept with no `entries`: `list` skips it)."""
-        listed = found is not None
-        found = found or Found()
-        header = found.header or {}
-        session = self.next_session
-        self.next_session += 1
-        activity = found.activity if found.activity is not None else iso_ms(header.get("timestamp"))
-        self.sessions.append((session, storable(path), harness, storable(_str(header.get("id"))),
-                              storable(_str(header.get("cwd"))), storable(found.name), storable(found.first_user),
-                              iso_to_ms(header.get("timestamp")), found.updated_ms, json_text(found.models),
-                              len(found.messages), storable(_str(header.get("parentSession"))), activity,
-                              storable(found.model), found.entries if listed else None))
-        return session
 
     def extend_session(self, session: int, found: Found) -> None:
         row = self.conn.execute("SELECT name, first_user, updated_ms, models, activity, model FROM sessions"
@@ -735,102 +920,126 @@ class _Batch:
             "UPDATE sessions SET name = ?, first_user = ?, updated_ms = ?, models = ?, messages = messages + ?,"
             " activity = ?, model = ?, entries = entries + ? WHERE rowid = ?",
             (storable(found.name) if found.name is not None else name,
-             first_user if first_user is not None else storable(found.first_user), updated, json_text(models),
-             len(found.messages), found.activity if found.activity is not None else activity,
+             first_user if first_user is not None else storable(found.first_user), updated,
+             storable(json_text(models)), len(found.messages),
+             found.activity if found.activity is not None else activity,
              storable(found.model) if found.model is not None else model, found.entries, session))
-
-    def rows(self, session: int, found: Found) -> None:
-        first = self.next_message
-        self.next_message += len(found.messages)
-        self.messages += [(first + i, session, storable(m[0]), m[1], storable(m[2]), m[3], storable(m[4]),
-                           storable(m[5])) for i, m in enumerate(found.messages)]
-        self.texts += [(first + i, storable(m[6])) for i, m in enumerate(found.messages)]
-        self.usage += [(session, storable(u[0]), u[1], storable(u[2]), storable(u[3]), *u[4:]) for u in found.usage]
-
-    def commit(self) -> None:
-        conn = self.conn
-        conn.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.sessions)
-        conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self.messages)
-        conn.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)", self.texts)
-        conn.executemany("INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.usage)
-        conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self.files)
-        conn.execute("COMMIT")
 
 
 def _update_file(batch: _Batch, source: Source, st: os.stat_result, old: tuple | None,
                  stats: UpdateStats) -> int:
     """Index one changed file; returns the bytes read."""
     key = str(source.path)
-    try:
-        fp = open(key, "rb")  # noqa: SIM115 - closed below
-    except OSError:  # unreadable now: what was read of it before is no longer what it holds
+    read = _read_file(key, source.harness, st.st_size, st.st_ino, old,
+                      Found(session=batch.next_session, next=batch.next_message))
+    if read is None:  # unreadable now: what was read of it before is no longer what it holds
         if old is not None:
             batch.drop(key, old[6])
         return 0
-    with fp:
-        # a small file is read whole and split in memory; a large one is hashed here and streamed
-        data = fp.read(SMALL_FILE) if st.st_size < SMALL_FILE else fp.read(HEAD_BYTES)
+    read_on, found, head, size = read
+    if read_on:
+        stats.read_on += 1
+        batch.extend_session(found.session, found)  # type: ignore[union-attr]
+    else:
+        if old is not None:
+            batch.drop(key, old[6])
+        stats.read_full += 1
+        listed = found is not None
+        if found is None:  # not a session file we read: kept, so it is not read again until it changes
+            found = Found(session=batch.next_session, next=batch.next_message, offset=st.st_size)
+        batch.next_session += 1
+        batch.rows.sessions.append(session_row(found, key, source.harness, listed))
+    batch.next_message = found.next  # type: ignore[union-attr]
+    batch.rows.add(found)  # type: ignore[arg-type]
+    stats.messages += len(found.messages)  # type: ignore[union-attr]
+    batch.rows.files.append((key, source.harness, st.st_size, st.st_mtime_ns, st.st_ino, head,
+                             found.offset, found.line, found.session, st.st_ctime_ns))  # type: ignore[union-attr]
+    return size
+
+
+def _read_file(path: str, harness: str, size: int, inode: int, old: tuple | None,
+               found: Found) -> tuple[bool, Found | None, bytes, int] | None:
+    """Read a changed file into `found` (numbered as it says): on from where the last update stopped
+    when it only grew, else whole. Returns (read on?, what it gave, its head's digest, bytes read);
+    None when it cannot be opened. The Found is None for a file that is no session we read."""
+    try:
+        fd = os.open(path, _READ)
+    except OSError:
+        return None
+    try:
+        # a small file is read whole (one call: no file object) and split in memory; a large one
+        # is hashed here and streamed
+        data = _read_up_to(fd, SMALL_FILE if size < SMALL_FILE else HEAD_BYTES, size)
         head = _digest(data[:HEAD_BYTES])
-        whole = len(data) < SMALL_FILE and st.st_size < SMALL_FILE
-        old_size, _, old_inode, old_head, old_offset, old_line, old_session, old_harness = old or (None,) * 8
-        if (old is not None and source.harness == "pi" == old_harness and old_inode == st.st_ino
-                and st.st_size > old_size and old_line > 0
-                and old_head == (head if old_size >= HEAD_BYTES else _digest(data[:old_size]))):
-            # appended to: read on from where the last update stopped
-            found: Found | None = read_pi(_lines(data, fp, whole, old_offset), Found(), old_offset, old_line)
-            stats.read_on += 1
-            read = found.offset - old_offset  # type: ignore[union-attr]
-            batch.extend_session(old_session, found)  # type: ignore[arg-type]
-            session = old_session
-        else:
-            if old is not None:
-                batch.drop(key, old_session)
-            found = _read_whole(source, data, fp, whole)
-            stats.read_full += 1
-            read = st.st_size
-            session = batch.new_session(key, source.harness, found)
-    if found is None:  # not a session file we read: kept, so it is not read again until it changes
-        found = Found(offset=st.st_size)
-    batch.rows(session, found)
-    stats.messages += len(found.messages)
-    batch.files.append((key, source.harness, st.st_size, st.st_mtime_ns, st.st_ino, head, found.offset,
-                        found.line, session, st.st_ctime_ns))
-    return read
+        whole = len(data) < SMALL_FILE and size < SMALL_FILE
+        if old is not None:
+            old_size, _, old_inode, old_head, old_offset, old_line, old_session, old_harness = old
+            if (harness == "pi" == old_harness and old_inode == inode and size > old_size and old_line > 0
+                    and old_head == (head if old_size >= HEAD_BYTES else _digest(data[:old_size]))):
+                # appended to: read on from where the last update stopped
+                found.session = old_session
+                read_pi(_lines(data, fd, whole, old_offset), found, old_offset, old_line)
+                if not found.clean:
+                    _make_storable(found)
+                return True, found, head, found.offset - old_offset
+        result = _read_whole(path, harness, data, fd, whole, found)
+    finally:
+        os.close(fd)
+    if result is not None and not result.clean:
+        _make_storable(result)
+    return False, result, head, size
 
 
-def _lines(data: bytes, fp, whole: bool, offset: int) -> Iterable[bytes]:  # noqa: ANN001
-    """The lines from byte `offset`, each with its "\n" (split on "\n" only, as reading a file does)."""
+def _read_up_to(fd: int, limit: int, size: int) -> bytes:
+    """Up to `limit` bytes from the start, in one call when the file is the `size` it was stat'ed
+    at (a short read asks again, to the limit or the end; bytes appended since are read next time)."""
+    data = os.read(fd, limit)
+    if len(data) < min(limit, size):
+        while len(data) < limit and (more := os.read(fd, limit - len(data))):
+            data += more
+    return data
+
+
+def _lines(data: bytes, fd: int, whole: bool, offset: int) -> Iterable[bytes]:
+    """The complete lines from byte `offset`, each without its "\n" (split on "\n" only, as reading a
+    file does); what follows the last "\n" is left out."""
     if not whole:
-        fp.seek(offset)
-        return fp
-    parts = data[offset:].split(b"\n")
-    last = parts.pop()
-    lines = [part + b"\n" for part in parts]
-    if last:
-        lines.append(last)
+        return _streamed(fd, offset)
+    lines = data[offset:].split(b"\n")
+    lines.pop()  # after the last newline: nothing, or a line not yet complete
     return lines
 
 
-def _read_whole(source: Source, data: bytes, fp, whole: bool) -> Found | None:  # noqa: ANN001
+def _streamed(fd: int, offset: int) -> Iterator[bytes]:
+    with open(fd, "rb", closefd=False) as fp:
+        fp.seek(offset)
+        for raw in fp:
+            if not raw.endswith(b"\n"):
+                return
+            yield raw[:-1]
+
+
+def _read_whole(path: str, harness: str, data: bytes, fd: int, whole: bool, found: Found) -> Found | None:
     """A whole file: v3 pi files line by line; legacy pi dialects (and other harnesses, through the
     core's loader) migrated in memory first."""
     if whole:
         end = data.find(b"\n")
         first = data[: end + 1] if end >= 0 else data
     else:
-        fp.seek(0)
-        first = fp.readline()
+        with open(fd, "rb", closefd=False) as fp:
+            fp.seek(0)
+            first = fp.readline()
     end = len(first) - 1
     header = parse_header(first)
-    if header is not None and source.harness == "pi":
+    if header is not None and harness == "pi":
         try:
             dialect = detect(header)
         except UnsupportedSession:
             return None
         if not dialect.legacy:
-            return read_pi(_lines(data, fp, whole, end + 1), Found(header=header), end + 1, 1)
-    return _read_loaded(source)
-
+            found.header = header
+            return read_pi(_lines(data, fd, whole, end + 1), found, end + 1, 1)
+    return _read_loaded(Source(path, harness), found)
 
 
 # ------------------------------------------------------------------ asking

@@ -35,8 +35,8 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
 def dump(conn: sqlite3.Connection) -> dict:
     """Everything the index says, without its row numbers: equal dumps are equal indexes."""
     sessions = {r[0]: r[1:] for r in conn.execute(
-        "SELECT rowid, path, harness, id, cwd, name, first_user, created_ms, updated_ms, models, messages, parent"
-        " FROM sessions")}
+        "SELECT rowid, path, harness, id, cwd, name, first_user, created_ms, updated_ms, models, messages, parent,"
+        " activity, model, entries FROM sessions")}
     messages = sorted((sessions[r[0]][0], *r[1:]) for r in conn.execute(
         "SELECT m.session, m.entry_id, m.line, m.role, m.time_ms, m.model, m.tools, f.text FROM messages m"
         " JOIN messages_fts f ON f.rowid = m.rowid"))
@@ -300,6 +300,105 @@ def test_concurrent_updates_do_not_corrupt_the_index(env: Env) -> None:
         assert proc.returncode == 0, err
     db = env.home / "index.sqlite"
     assert incremental(db, env.sessions) == rebuilt(env.sessions)
+
+
+def test_another_writer_indexing_the_same_files_meanwhile_is_no_damage(env: Env,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two commands indexing at once: the other one commits some of the files this one read as new
+    (and numbered) before this one's first batch. The index ends right, and is not thrown away."""
+    made = corpus(env.sessions, 30)
+    db = env.home / "index.sqlite"
+    read_new = catalog.read_new
+    raced: list[int] = []
+
+    def other_writer_first(items, session, message):  # noqa: ANN001, ANN202
+        if not raced:
+            raced.append(1)
+            conn, _ = catalog.open_catalog(db)
+            catalog.update(conn, [catalog.Source(m.path) for m in made[:5]], partial=True)
+            conn.close()
+        yield from read_new(items, session, message)
+
+    monkeypatch.setattr(catalog, "read_new", other_writer_first)
+    result = invoke("index")
+    assert result.exit_code == 0, result.output
+    assert raced == [1]
+    assert "rebuilt" not in result.stderr and "damaged" not in result.stderr
+    assert incremental(db, env.sessions) == rebuilt(env.sessions)
+
+
+def _one_process(root: Path) -> dict:
+    """The index built with no worker process: what a worker's build must equal."""
+    saved = catalog.WORKER_FILES
+    catalog.WORKER_FILES = 1 << 62
+    try:
+        return rebuilt(root)
+    finally:
+        catalog.WORKER_FILES = saved
+
+
+def _with_worker(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every build of new files read by a worker process (in batches of 40), on any machine; the
+    list counts the workers started."""
+    from harnesskit.session import worker
+
+    started: list[int] = []
+    forked = worker.forked
+
+    def counted(items):  # noqa: ANN001, ANN202 - the batches
+        started.append(1)
+        return forked(items)
+
+    monkeypatch.setattr(catalog, "WORKER_FILES", 1)
+    monkeypatch.setattr(catalog, "BATCH_FILES", 40)
+    monkeypatch.setattr(worker, "available", lambda: True)
+    monkeypatch.setattr(worker, "forked", counted)
+    return started
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker process is forked")
+def test_a_worker_process_builds_the_same_index(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    made = corpus(env.sessions, 150, cwds=("/w/a", "/w/b", "/w/c"))
+    hostile = env.sessions / "--hostile--"
+    hostile.mkdir()
+    (hostile / "h.jsonl").write_text(
+        '{"type":"session","version":3,"id":"h","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}\n'
+        '{"type":"message","id":"1","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":'
+        '{"role":"user","content":"lone \\ud800 surrogate","timestamp":1}}\n', encoding="utf-8")
+    expected = _one_process(env.sessions)
+    started = _with_worker(monkeypatch)
+    result = invoke("index")
+    assert result.exit_code == 0, result.output
+    assert "151 session files (151 read" in result.stdout
+    assert started == [1]
+    conn = sqlite3.connect(env.home / "index.sqlite")
+    assert dump(conn) == expected
+    conn.close()
+    hits = invoke("search", "zz00149marker", "--all", "--json", "--role", "user")
+    assert [json.loads(line)["path"] for line in hits.stdout.splitlines()] == [str(made[149].path)]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker process is forked")
+def test_a_worker_that_dies_leaves_the_rest_to_the_command(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus(env.sessions, 150)
+    expected = _one_process(env.sessions)
+    _with_worker(monkeypatch)
+    parent = os.getpid()
+    read_new = catalog.read_new
+
+    def dies_after_one_batch(items, session, message):  # noqa: ANN001, ANN202
+        for number, rows in enumerate(read_new(items, session, message)):
+            if number == 1 and os.getpid() != parent:
+                os._exit(3)  # the worker killed between two batches
+            yield rows
+
+    monkeypatch.setattr(catalog, "read_new", dies_after_one_batch)
+    result = invoke("index")
+    assert result.exit_code == 0, result.output
+    assert "150 session files (150 read" in result.stdout
+    conn = sqlite3.connect(env.home / "index.sqlite")
+    assert dump(conn) == expected
+    conn.close()
 
 
 def test_index_command_reports_what_it_did(env: Env) -> None:
