@@ -18,6 +18,7 @@ AND/OR/NOT, NEAR) passes through unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -635,6 +636,22 @@ class _Raced(Exception):
     """A batch collided with rows another writer added since this update read the index."""
 
 
+@contextlib.contextmanager
+def _writing(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, committed whole or rolled back: `BEGIN IMMEDIATE` (one writer at a
+    time; readers go on), and a row another writer added meanwhile raises `_Raced`."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except sqlite3.IntegrityError:
+        conn.execute("ROLLBACK")
+        raise _Raced from None
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
 def _retried(step: Callable[[bool], T]) -> T:
     """`step(bulk=True)` again while it collides with another writer's rows (each time from what the
     index holds now), at last without the bulk insert of new files, which cannot collide."""
@@ -746,8 +763,8 @@ def _apply(conn: sqlite3.Connection, work: list[tuple[Source, os.stat_result]], 
             done = _add_new(conn, new, stats, progress, total)
             work = [item for item in work if item[0].path in old_rows]
     for start in range(0, max(len(work), 1), BATCH_FILES):
-        batch = _Batch(conn)  # BEGIN IMMEDIATE: one writer at a time; readers go on
-        try:
+        with _writing(conn):
+            batch = _Batch(conn)
             if start == 0:
                 for path, session in sessions_gone.items():
                     batch.drop(path, session)
@@ -758,13 +775,6 @@ def _apply(conn: sqlite3.Connection, work: list[tuple[Source, os.stat_result]], 
                 if progress is not None:
                     progress(done, total)
             _insert(conn, batch.rows, "INSERT OR REPLACE")
-        except sqlite3.IntegrityError:
-            conn.execute("ROLLBACK")
-            raise _Raced from None
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
 
 
 @dataclass
@@ -863,16 +873,8 @@ def _add_new(conn: sqlite3.Connection, items: list[tuple[str, str, int, int, int
         while True:
             try:
                 for rows in batches:
-                    conn.execute("BEGIN IMMEDIATE")
-                    try:
+                    with _writing(conn):
                         _insert(conn, rows)
-                    except sqlite3.IntegrityError:
-                        conn.execute("ROLLBACK")
-                        raise _Raced from None
-                    except BaseException:
-                        conn.execute("ROLLBACK")
-                        raise
-                    conn.execute("COMMIT")
                     stats.read_full += len(rows.files)
                     stats.bytes_read += sum(row[2] for row in rows.files)
                     stats.messages += rows.messages_added
@@ -893,8 +895,7 @@ class _Batch:
     """A transaction over changed files: drops, sessions extended, rows added."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        self.conn = conn
+        self.conn = conn  # inside _writing's transaction: the rowids below stay ours
         self.next_session = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM sessions").fetchone()[0]
         self.next_message = conn.execute("SELECT coalesce(max(rowid), 0) + 1 FROM messages").fetchone()[0]
         self.rows = Rows()
