@@ -79,10 +79,19 @@ class _State:
     def add(self, line: int, path: str, message: str, code: str, severity: str = "error") -> None:
         self.report.problems.append(Problem(self.report.file, line, path, message, severity, code))
 
+    def orphan(self, line: int, call_id: str) -> None:
+        self.report.problems.append(_orphan(self.report.file, line, call_id))
+
     def duplicate(self, line: int, entry_id: str, first: int) -> None:
         self.add(line, "$.id", f"duplicate id {entry_id!r} (first on line {first})", "duplicate-id")
         if self.duplicates is not None:
             self.duplicates.append((len(self.report.problems) - 1, entry_id, first))
+
+
+def _orphan(file: str, line: int, call_id: str) -> Problem:
+    """A toolResult whose call is not on its path (found inline, or after a split's merge)."""
+    return Problem(file, line, "$.message.toolCallId",
+                   f"toolCallId {call_id!r} matches no toolCall on this entry's path", "error", "orphan-tool-result")
 
 
 _REFERENCES = {
@@ -243,9 +252,7 @@ def _scan(fp, state: _State, migrator: Migrator, header_line: int, number: int, 
                                     calls = calls_of.get(parent)
                                     if (calls is None or call_id not in calls) and not _call_on_path(
                                             state, parent, call_id, number):
-                                        add(number, "$.message.toolCallId",
-                                            f"toolCallId {call_id!r} matches no toolCall on this entry's path",
-                                            "orphan-tool-result")
+                                        state.orphan(number, call_id)
                         offset += len(raw)
                         continue
                 if kind.__class__ is str and kind != "session" and kind != "header":
@@ -293,9 +300,7 @@ def _scan(fp, state: _State, migrator: Migrator, header_line: int, number: int, 
                                             calls = calls_of.get(parent)
                                             if (calls is None or call_id not in calls) and not _call_on_path(
                                                     state, parent, call_id, number):
-                                                add(number, "$.message.toolCallId",
-                                                    f"toolCallId {call_id!r} matches no toolCall on this entry's path",
-                                                    "orphan-tool-result")
+                                                state.orphan(number, call_id)
                             else:
                                 reference = references.get(kind)
                                 if reference is not None:
@@ -383,9 +388,7 @@ def _check_entry(state: _State, entry: dict, line: int) -> None:
                 if isinstance(call_id, str):
                     calls = state.calls_of.get(parent)  # nearly always: the call is in the parent
                     if (calls is None or call_id not in calls) and not _call_on_path(state, parent, call_id, line):
-                        state.add(line, "$.message.toolCallId",
-                                  f"toolCallId {call_id!r} matches no toolCall on this entry's path",
-                                  "orphan-tool-result")
+                        state.orphan(line, call_id)
         return
 
     reference = _REFERENCES.get(kind)
@@ -472,8 +475,7 @@ def _check_split(fp, state: _State, migrator: Migrator, header_line: int, offset
         else:
             here.send("done")
         orphans = [
-            Problem(state.report.file, line, "$.message.toolCallId",
-                    f"toolCallId {call_id!r} matches no toolCall on this entry's path", "error", "orphan-tool-result")
+            _orphan(state.report.file, line, call_id)
             for line, node, call_id in pending
             if not _call_before(line_of, parent_of, calls_of, node, call_id, line)
         ]
