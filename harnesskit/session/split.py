@@ -21,17 +21,26 @@ SPLIT_MIN_BYTES = 32 << 20  # below this one process is faster than forking a se
 
 def split_point(fp: BinaryIO, start: int) -> int | None:
     """The first line start after the middle of [start, end of file), or None when the file should
-    be read by one process (small, not a regular file, one core, or a threaded process that must
-    not fork). Leaves `fp` at `start`."""
-    info = os.fstat(fp.fileno())
-    if (not stat.S_ISREG(info.st_mode) or info.st_size - start < SPLIT_MIN_BYTES
+    be read by one process: small, not a regular file, one core, a threaded process that must not
+    fork, or `HARNESSKIT_SPLIT=0` (`HARNESSKIT_SPLIT_MIN_BYTES=N` moves the threshold). Reads blocks
+    with pread, so `fp` does not move and a huge line at the middle costs no memory."""
+    fd = fp.fileno()
+    info = os.fstat(fd)
+    setting = os.environ.get("HARNESSKIT_SPLIT_MIN_BYTES", "")
+    least = int(setting) if setting.isdigit() else SPLIT_MIN_BYTES
+    if (os.environ.get("HARNESSKIT_SPLIT") == "0" or not stat.S_ISREG(info.st_mode) or info.st_size - start < least
             or (os.cpu_count() or 1) < 2 or threading.active_count() > 1):
         return None
-    fp.seek(start + (info.st_size - start) // 2)
-    fp.readline()
-    cut = fp.tell()
-    fp.seek(start)
-    return cut if cut < info.st_size else None
+    middle = start + (info.st_size - start) // 2
+    while True:
+        block = os.pread(fd, 1 << 16, middle)
+        if not block:
+            return None
+        newline = block.find(b"\n")
+        if newline >= 0:
+            cut = middle + newline + 1
+            return cut if cut < info.st_size else None
+        middle += len(block)
 
 
 def fork_worker(target: Callable[..., None], args: tuple, duplex: bool) -> tuple[Connection, BaseProcess] | None:

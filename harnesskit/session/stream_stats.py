@@ -5,15 +5,12 @@ The counts are sums and the columns lists, so halves merge: the parent counts th
 at a line start while a forked worker counts the rest (lines numbered from its first) and sends back
 its counters, columns and diagnostics; the parent renumbers and appends them, and warns of the
 worker's diagnostics after its own, so stdout and stderr are those of one process byte for byte.
-HARNESSKIT_SPLIT=0 reads in one process; HARNESSKIT_SPLIT_MIN_BYTES=N splits files of N bytes and
-more (default: split.SPLIT_MIN_BYTES, where forking starts to pay).
+Where to cut, and the HARNESSKIT_SPLIT / HARNESSKIT_SPLIT_MIN_BYTES switches, are split.split_point's,
+as for validate and continue.
 """
 
 from __future__ import annotations
 
-import os
-import stat
-import threading
 from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -66,7 +63,8 @@ def tally(items: Iterable[tuple[int, dict, bytes] | Diagnostic], into: Tally,
 def stream_stats(stream: Stream, on_diagnostic: Callable[[Diagnostic], None]) -> tuple[dict, int, str | None]:
     """(the stats, the number of entries, the session's name) of `stream`, read to its end; the reader's
     diagnostics, then the tree's, go to `on_diagnostic` in file order."""
-    cut = None if stream.dialect.legacy else _cut(stream)  # a legacy file's migration runs in file order
+    # a legacy file's migration runs in file order: one process
+    cut = None if stream.dialect.legacy else split.split_point(stream._fp, stream._offset)
     counted = _split(stream, cut, on_diagnostic) if cut is not None else None
     if counted is None:
         counted = tally(stream.items(), Tally(), on_diagnostic)
@@ -76,28 +74,6 @@ def stream_stats(stream: Stream, on_diagnostic: Callable[[Diagnostic], None]) ->
     for d in tree.diagnostics:
         on_diagnostic(d)
     return counted.counter.result(tree), len(tree), counted.name
-
-
-def _cut(stream: Stream) -> int | None:
-    """split.split_point with this module's switches: the first line start after the middle of the
-    rest, or None for one process."""
-    setting = os.environ.get("HARNESSKIT_SPLIT_MIN_BYTES", "")
-    least = int(setting) if setting.isdigit() else split.SPLIT_MIN_BYTES
-    fd, start = stream._fp.fileno(), stream._offset
-    info = os.fstat(fd)
-    if (os.environ.get("HARNESSKIT_SPLIT") == "0" or not stat.S_ISREG(info.st_mode) or info.st_size - start < least
-            or info.st_size - start < 2 or (os.cpu_count() or 1) < 2 or threading.active_count() > 1):
-        return None
-    middle = start + (info.st_size - start) // 2
-    while True:  # the line start after the middle: read on in blocks until a newline
-        block = os.pread(fd, 1 << 16, middle)
-        if not block:
-            return None
-        newline = block.find(b"\n")
-        if newline >= 0:
-            cut = middle + newline + 1
-            return cut if cut < info.st_size else None
-        middle += len(block)
 
 
 def _split(stream: Stream, cut: int, on_diagnostic: Callable[[Diagnostic], None]) -> Tally | None:
