@@ -17,12 +17,13 @@ from pathlib import Path
 import click
 import orjson
 
+from harnesskit.session.format import session_name
 from harnesskit.session.loader import Session, SessionError, load_session
 from harnesskit.session.migrate import iso_to_ms
 from harnesskit.session.reader import Diagnostic
 from harnesskit.session.stats import session_stats
 from harnesskit.session.stream import Stream, TreeWatch, open_stream, tree_diagnostics
-from harnesskit.session.tree import Tree, build_context
+from harnesskit.session.tree import Tree, apply_label, build_context
 from harnesskit.text import escape_json, visible
 
 from . import render, table
@@ -228,8 +229,8 @@ def table_rows(stream: Stream, fmt: str, cols: int | None) -> Iterator[str | byt
         line, entry, _ = item  # type: ignore[misc]
         count += 1
         leaf = entry.get("id")
-        if entry["type"] == "session_info" and isinstance(entry.get("name"), str):
-            name = entry["name"].strip() or None
+        if entry["type"] == "session_info":
+            name = session_name(entry, name)
         entry_id, parent = entry.get("id"), entry.get("parentId")
         c1 = entry_id if entry_id.__class__ is str else "-"
         c2 = parent if parent.__class__ is str else "-"
@@ -436,14 +437,9 @@ def streamed_tree_lines(stream: Stream, cols: int) -> Iterator[str | bytes]:
         room = cols - 2 - len(known) - (len(entry_id) if entry_id is not None else 1)
         tails.append(visible(summary(entry, cols))[:max(room, 0)])
         if kind == "label":  # Tree.labels, in file order
-            target, label = entry.get("targetId"), entry.get("label")
-            if isinstance(target, str):
-                if isinstance(label, str) and label:
-                    labels[target] = label
-                else:
-                    labels.pop(target, None)
-        elif kind == "session_info" and isinstance(entry.get("name"), str):
-            name = entry["name"].strip() or None
+            apply_label(labels, entry)
+        elif kind == "session_info":
+            name = session_name(entry, name)
     tree = Tree.from_columns(ids, parents, types, lines, [])
     for d in tree.diagnostics:
         warn_diagnostic(stream.path, d)

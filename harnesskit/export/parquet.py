@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from harnesskit.session.catalog import _INT64, json_text, storable
 from harnesskit.session.catalog import count as int64
+from harnesskit.session.format import session_name
 from harnesskit.session.migrate import iso_to_ms
 from harnesskit.session.reader import Diagnostic
 from harnesskit.session.usage import message_cost
@@ -226,8 +227,8 @@ def _export_one(path: Path, tables: dict[str, _Table], stats: ExportStats, warn:
             for table in tables.values():
                 table.flush()
         if kind != "message":
-            if kind == "session_info" and isinstance(get("name"), str):
-                name = entry["name"].strip() or None
+            if kind == "session_info":
+                name = session_name(entry, name)
             continue
         message = get("message")
         if message.__class__ is not dict:

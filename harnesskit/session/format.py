@@ -105,3 +105,10 @@ def is_header(obj: dict) -> bool:
     """pi's header test (type "session" with a string id), plus the tutorial's "header" line."""
     kind = obj.get("type")
     return (kind == "session" and isinstance(obj.get("id"), str)) or kind == "header"
+
+
+def session_name(entry: dict, current: str | None) -> str | None:
+    """The session's name after a session_info entry: its name stripped, a blank one clearing it;
+    a name that is not a string changes nothing."""
+    value = entry.get("name")
+    return (value.strip() or None) if isinstance(value, str) else current

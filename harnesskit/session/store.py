@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from .format import home_dir, is_header
+from .format import home_dir, is_header, session_name
 from .reader import parse_line
 
 NAME_MAX = 255  # bytes in one directory name (Linux, macOS)
@@ -257,8 +257,7 @@ def summary_of(path: Path, header: dict, mtime: float, lines: Iterable[bytes]) -
             if stamp is not None:
                 last = stamp
         elif kind == "session_info":
-            if isinstance(entry.get("name"), str):
-                name = entry["name"].strip() or None
+            name = session_name(entry, name)
         elif kind == "model_change" and isinstance(entry.get("modelId"), str):
             model = entry["modelId"]
     modified = (last if last is not None else iso_ms(header.get("timestamp")) or mtime * 1000) / 1000

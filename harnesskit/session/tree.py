@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .format import session_name
+
 if TYPE_CHECKING:
     from .reader import Diagnostic
 
@@ -32,6 +34,17 @@ def to_ms(value: object) -> int | None:
 
     return iso_to_ms(value)
 
+
+
+def apply_label(labels: dict[str, str], entry: dict) -> None:
+    """One label entry onto the labels so far (target id -> label): it replaces, an empty one clears."""
+    target = entry.get("targetId")
+    if isinstance(target, str):
+        label = entry.get("label")
+        if isinstance(label, str) and label:
+            labels[target] = label
+        else:
+            labels.pop(target, None)
 
 @dataclass
 class Tree:
@@ -158,24 +171,14 @@ class Tree:
         """Current label per target id: the latest label entry wins, an empty one clears."""
         labels: dict[str, str] = {}
         for pos in self.positions_of("label"):
-            entry = self.entries[pos]
-            target = entry.get("targetId")
-            if not isinstance(target, str):
-                continue
-            label = entry.get("label")
-            if isinstance(label, str) and label:
-                labels[target] = label
-            else:
-                labels.pop(target, None)
+            apply_label(labels, self.entries[pos])
         return labels
 
     def name(self) -> str | None:
         """The session name: the latest session_info name."""
         name = None
         for pos in self.positions_of("session_info"):
-            value = self.entries[pos].get("name")
-            if isinstance(value, str):
-                name = value.strip() or None
+            name = session_name(self.entries[pos], name)
         return name
 
     def resolve(self, ref: str) -> str:
