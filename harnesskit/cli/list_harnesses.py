@@ -6,7 +6,7 @@ import os
 from datetime import datetime
 
 from harnesskit.session import store
-from harnesskit.session.formats.stores import Found, claude_sessions, codex_sessions
+from harnesskit.session.formats.stores import Found, claude_root, claude_sessions, codex_root, codex_sessions
 
 from . import render
 from .errors import Fail
@@ -28,15 +28,29 @@ def list_harnesses(harness: str, as_json: bool, limit: int | None, session_dir: 
     found.sort(key=lambda f: (f.modified, f.path.name), reverse=True)
     found = found[:limit]
     if as_json:
+        if not found and (missing := _missing(harness)):
+            echo(f"no {harness} sessions{missing}", err=True)
         for f in found:
             echo(render.json_line({"harness": f.harness, "path": str(f.path), "id": f.session_id,
                                          "modified": f.modified, "cwd": f.cwd, "firstMessage": f.first_user,
                                          "messages": f.messages}))
         return
     if not found:
-        echo(f"no {'' if harness == 'all' else harness + ' '}sessions of {cwd}", err=True)
+        echo(f"no {'' if harness == 'all' else harness + ' '}sessions of {cwd}" + _missing(harness), err=True)
         return
     rows = [[datetime.fromtimestamp(f.modified).strftime("%Y-%m-%d %H:%M"), f.harness, f.session_id[:13],
              render.cut(render.one_line(f.first_user or ""), 48), f.messages, str(f.path)] for f in found]
     echo(render.tabulate(rows, headers=["modified", "harness", "id", "first message", "messages", "path"],
                         disable_numparse=True))
+
+
+_STORES = {"claude": ("Claude Code", claude_root, "CLAUDE_CONFIG_DIR"), "codex": ("Codex", codex_root, "CODEX_HOME")}
+
+
+def _missing(harness: str) -> str:
+    """Why a harness shows nothing when its store itself is not there (a path or variable to fix)."""
+    if harness not in _STORES:
+        return ""
+    name, root, variable = _STORES[harness]
+    where = root()
+    return "" if where.is_dir() else f": no {name} store at {where} (set {variable} to where it keeps its sessions)"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,24 +43,98 @@ def codex_root() -> Path:
     return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").expanduser() / "sessions"
 
 
-def claude_sessions(cwd: str) -> list[Found]:
-    directory = claude_project_dir(cwd)
+def claude_files(cwd: str) -> list[Path] | None:
+    """Every `*.jsonl` of this directory's project (subagents' `agent-*` among them: an index covers
+    them too); None when the store itself is not there."""
+    if not claude_root().is_dir():
+        return None
     try:
-        files = [p for p in directory.glob("*.jsonl") if p.is_file() and not p.name.startswith("agent-")]
+        return [p for p in claude_project_dir(cwd).glob("*.jsonl") if p.is_file()]
     except OSError:
         return []
-    found = [f for p in files if (f := _summarize(p, "claude")) is not None]
-    return _newest_first(found)
+
+
+def codex_files() -> list[Path] | None:
+    """Every dated rollout of the store (any directory's: the cwd is inside each); None when the
+    store itself is not there."""
+    root = codex_root()
+    if not root.is_dir():
+        return None
+    try:
+        return [p for p in root.glob("*/*/*/rollout-*.jsonl") if p.is_file()]
+    except OSError:
+        return []
+
+
+def claude_sessions(cwd: str) -> list[Found]:
+    every = claude_files(cwd) or []
+    indexed = _from_index("claude", every, cwd)
+    if indexed is not None:
+        return _newest_first([f for f in indexed if not f.path.name.startswith("agent-")])
+    return _newest_first([f for p in every if not p.name.startswith("agent-")
+                          and (f := summarize(p, "claude")) is not None])
 
 
 def codex_sessions(cwd: str) -> list[Found]:
-    root = codex_root()
+    files = codex_files() or []
+    indexed = _from_index("codex", files, cwd)
+    if indexed is not None:
+        return _newest_first(indexed)
+    return _newest_first([f for p in files if (f := summarize(p, "codex")) is not None and f.cwd == cwd])
+
+
+def _from_index(harness: str, files: list[Path], cwd: str) -> list[Found] | None:
+    """This directory's sessions among `files` as the index has them (Codex's: those whose cwd is
+    this one), after it is brought up to date for every one of them and for what is gone from where
+    they were listed; None where there is no index to trust: absent, foreign, of another version,
+    damaged, locked or not writable when something changed, or a file name it cannot hold."""
+    from harnesskit.session.store import home_dir
+
+    path = home_dir() / "index.sqlite"
+    if not path.is_file():
+        return None
+    import sqlite3
+
+    from harnesskit.session import catalog
+
+    conn = catalog.open_existing(path)
+    if conn is None:
+        return None
+    if harness == "claude":
+        where, in_scope, of_cwd = str(claude_project_dir(cwd)), _direct, None
+    else:
+        where, in_scope, of_cwd = str(codex_root()), _dated, cwd
     try:
-        files = [p for p in root.glob("*/*/*/rollout-*.jsonl") if p.is_file()]
-    except OSError:
-        return []
-    found = [f for p in files if (f := _summarize(p, "codex")) is not None and f.cwd == cwd]
-    return _newest_first(found)
+        rows = catalog.harness_listed(conn, harness, where, [str(p) for p in files], in_scope(where), of_cwd)
+    except (sqlite3.Error, OSError):
+        return None
+    finally:
+        conn.close()
+    if rows is None:
+        return None
+    return [Found(harness, Path(p), modified, session_id, found_cwd, first, messages)
+            for p, modified, session_id, found_cwd, first, messages in rows]
+
+
+def _direct(directory: str) -> Callable[[str], bool]:
+    """Whether a path is one `directory`'s `*.jsonl` glob lists (directly in it, no dot file)."""
+    prefix = os.path.join(directory, "")
+
+    def listed(path: str) -> bool:
+        name = path[len(prefix):]
+        return path.startswith(prefix) and os.sep not in name and name.endswith(".jsonl") and name[:1] != "."
+    return listed
+
+
+def _dated(root: str) -> Callable[[str], bool]:
+    """Whether a path is one `root`'s `*/*/*/rollout-*.jsonl` glob lists."""
+    prefix = os.path.join(root, "")
+
+    def listed(path: str) -> bool:
+        parts = path[len(prefix):].split(os.sep)
+        return (path.startswith(prefix) and len(parts) == 4 and not any(p.startswith(".") for p in parts)
+                and parts[3].startswith("rollout-") and parts[3].endswith(".jsonl"))
+    return listed
 
 
 def _newest_first(found: list[Found]) -> list[Found]:
@@ -71,7 +146,8 @@ _CLAUDE_MESSAGE = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"')
 _CODEX_MESSAGE = re.compile(rb'"type"\s*:\s*"message"')
 
 
-def _summarize(path: Path, harness: str) -> Found | None:
+def summarize(path: Path, harness: str) -> Found | None:
+    """The line `list --harness` shows of one file; None when it is no session of that harness."""
     try:
         modified = path.stat().st_mtime
         fp = path.open("rb")
