@@ -23,7 +23,7 @@ _SCAN_LINES = 400  # how far into a file the first prompt is looked for
 @dataclass
 class Found:
     harness: str  # "claude" or "codex"
-    path: Path
+    path: str  # a listing of thousands of sessions need not build a Path each
     modified: float
     session_id: str
     cwd: str | None
@@ -43,36 +43,59 @@ def codex_root() -> Path:
     return Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex").expanduser() / "sessions"
 
 
-def claude_files(cwd: str) -> list[Path] | None:
+def claude_files(cwd: str) -> list[str] | None:
     """Every `*.jsonl` of this directory's project (subagents' `agent-*` among them: an index covers
     them too); None when the store itself is not there."""
     if not claude_root().is_dir():
         return None
-    try:
-        return [p for p in claude_project_dir(cwd).glob("*.jsonl") if p.is_file()]
-    except OSError:
-        return []
+    return _files(str(claude_project_dir(cwd)), lambda name: name.endswith(".jsonl"))
 
 
-def codex_files() -> list[Path] | None:
-    """Every dated rollout of the store (any directory's: the cwd is inside each); None when the
-    store itself is not there."""
+def codex_files() -> list[str] | None:
+    """Every dated rollout of the store, `*/*/*/rollout-*.jsonl` (any directory's: the cwd is inside
+    each); None when the store itself is not there."""
     root = codex_root()
     if not root.is_dir():
         return None
+    days = [d for y in _dirs(str(root)) for m in _dirs(y) for d in _dirs(m)]
+    return [p for day in days for p in _files(day, _rollout)]
+
+
+def _rollout(name: str) -> bool:
+    return name.startswith("rollout-") and name.endswith(".jsonl")
+
+
+def _files(directory: str, named: Callable[[str], bool]) -> list[str]:
+    """The files directly in `directory` whose name passes (a directory entry's type, no stat each)."""
     try:
-        return [p for p in root.glob("*/*/*/rollout-*.jsonl") if p.is_file()]
+        with os.scandir(directory) as entries:
+            return [e.path for e in entries if named(e.name) and _is(e.is_file)]
     except OSError:
         return []
+
+
+def _dirs(directory: str) -> list[str]:
+    try:
+        with os.scandir(directory) as entries:
+            return [e.path for e in entries if _is(e.is_dir)]
+    except OSError:
+        return []
+
+
+def _is(test: Callable[[], bool]) -> bool:
+    try:
+        return test()
+    except OSError:
+        return False
 
 
 def claude_sessions(cwd: str) -> list[Found]:
     every = claude_files(cwd) or []
     indexed = _from_index("claude", every, cwd)
     if indexed is not None:
-        return _newest_first([f for f in indexed if not f.path.name.startswith("agent-")])
-    return _newest_first([f for p in every if not p.name.startswith("agent-")
-                          and (f := summarize(p, "claude")) is not None])
+        return _newest_first([f for f in indexed if not _name(f.path).startswith("agent-")])
+    return _newest_first([f for p in every if not _name(p).startswith("agent-")
+                          and (f := summarize(Path(p), "claude")) is not None])
 
 
 def codex_sessions(cwd: str) -> list[Found]:
@@ -80,10 +103,10 @@ def codex_sessions(cwd: str) -> list[Found]:
     indexed = _from_index("codex", files, cwd)
     if indexed is not None:
         return _newest_first(indexed)
-    return _newest_first([f for p in files if (f := summarize(p, "codex")) is not None and f.cwd == cwd])
+    return _newest_first([f for p in files if (f := summarize(Path(p), "codex")) is not None and f.cwd == cwd])
 
 
-def _from_index(harness: str, files: list[Path], cwd: str) -> list[Found] | None:
+def _from_index(harness: str, files: list[str], cwd: str) -> list[Found] | None:
     """This directory's sessions among `files` as the index has them (Codex's: those whose cwd is
     this one), after it is brought up to date for every one of them and for what is gone from where
     they were listed; None where there is no index to trust: absent, foreign, of another version,
@@ -105,14 +128,14 @@ def _from_index(harness: str, files: list[Path], cwd: str) -> list[Found] | None
     else:
         where, in_scope, of_cwd = str(codex_root()), _dated, cwd
     try:
-        rows = catalog.harness_listed(conn, harness, where, [str(p) for p in files], in_scope(where), of_cwd)
+        rows = catalog.harness_listed(conn, harness, where, files, in_scope(where), of_cwd)
     except (sqlite3.Error, OSError):
         return None
     finally:
         conn.close()
     if rows is None:
         return None
-    return [Found(harness, Path(p), modified, session_id, found_cwd, first, messages)
+    return [Found(harness, p, modified, session_id, found_cwd, first, messages)
             for p, modified, session_id, found_cwd, first, messages in rows]
 
 
@@ -122,7 +145,7 @@ def _direct(directory: str) -> Callable[[str], bool]:
 
     def listed(path: str) -> bool:
         name = path[len(prefix):]
-        return path.startswith(prefix) and os.sep not in name and name.endswith(".jsonl") and name[:1] != "."
+        return path.startswith(prefix) and os.sep not in name and name.endswith(".jsonl")
     return listed
 
 
@@ -132,14 +155,22 @@ def _dated(root: str) -> Callable[[str], bool]:
 
     def listed(path: str) -> bool:
         parts = path[len(prefix):].split(os.sep)
-        return (path.startswith(prefix) and len(parts) == 4 and not any(p.startswith(".") for p in parts)
-                and parts[3].startswith("rollout-") and parts[3].endswith(".jsonl"))
+        return path.startswith(prefix) and len(parts) == 4 and _rollout(parts[3])
     return listed
 
 
 def _newest_first(found: list[Found]) -> list[Found]:
-    found.sort(key=lambda f: (f.modified, f.path.name), reverse=True)
+    found.sort(key=newest_first, reverse=True)
     return found
+
+
+def newest_first(found: Found) -> tuple[float, str]:
+    """The sort key of `list --harness` (reversed): the file's mtime, then its name."""
+    return found.modified, _name(found.path)
+
+
+def _name(path: str) -> str:
+    return path.rpartition(os.sep)[2]
 
 
 _CLAUDE_MESSAGE = re.compile(rb'"type"\s*:\s*"(?:user|assistant)"')
@@ -190,7 +221,7 @@ def summarize(path: Path, harness: str) -> Found | None:
         session_id = session_id or path.stem
     if session_id is None:
         return None
-    return Found(harness, path, modified, session_id, cwd, first, count)
+    return Found(harness, str(path), modified, session_id, cwd, first, count)
 
 
 def _loads(raw: bytes) -> dict | None:
