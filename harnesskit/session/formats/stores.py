@@ -113,8 +113,12 @@ def _from_index(harness: str, files: list[str], cwd: str) -> list[Found] | None:
     damaged, locked or not writable when something changed, or a file name it cannot hold."""
     from harnesskit.session.store import home_dir
 
+    if harness == "claude":
+        where, in_scope, of_cwd = str(claude_project_dir(cwd)), _direct, None
+    else:
+        where, in_scope, of_cwd = str(codex_root()), _dated, cwd
     path = home_dir() / "index.sqlite"
-    if not path.is_file():
+    if not path.is_file() or not os.path.isabs(where):  # the index keys files by their absolute paths
         return None
     import sqlite3
 
@@ -123,10 +127,6 @@ def _from_index(harness: str, files: list[str], cwd: str) -> list[Found] | None:
     conn = catalog.open_existing(path)
     if conn is None:
         return None
-    if harness == "claude":
-        where, in_scope, of_cwd = str(claude_project_dir(cwd)), _direct, None
-    else:
-        where, in_scope, of_cwd = str(codex_root()), _dated, cwd
     try:
         rows = catalog.harness_listed(conn, harness, where, files, in_scope(where), of_cwd)
     except (sqlite3.Error, OSError):
