@@ -118,7 +118,7 @@ def _from_index(harness: str, files: list[str], cwd: str) -> list[Found] | None:
     else:
         where, in_scope, of_cwd = str(codex_root()), _dated, cwd
     path = home_dir() / "index.sqlite"
-    if not path.is_file() or not os.path.isabs(where):  # the index keys files by their absolute paths
+    if not path.is_file() or not os.path.isabs(where):  # relative: its keys would name other files elsewhere
         return None
     import sqlite3
 
