@@ -305,3 +305,15 @@ def test_the_real_transcripts_list_the_same_both_ways(env: Env, monkeypatch: pyt
     assert read == []
     assert len(listed(shown[("--harness", "codex", "--json")])) == 3
     assert len(listed(shown[("--harness", "claude", "--json")])) >= 5
+
+
+def test_a_name_the_index_cannot_hold_is_still_listed(env: Env) -> None:
+    corpus(env, 6)
+    assert invoke("index", "-q").exit_code == 0
+    bad = os.path.join(os.fsencode(project(env, str(env.cwd))), b"not-utf8-\xff.jsonl")
+    with open(bad, "wb") as fp:
+        fp.write(claude_text(0xBAD, str(env.cwd), random.Random(2)).encode())
+    shown = {args: outputs(*args) for args in ARGS}
+    db(env).rename(db(env).with_name("aside"))
+    assert {args: outputs(*args) for args in ARGS} == shown
+    assert "00000bad-2222-4333-8444-555555555555" in shown[("--harness", "claude", "--json")]
