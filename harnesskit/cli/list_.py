@@ -36,7 +36,7 @@ def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str |
     count, model, first message and path, cut to fit the terminal.
 
     Where the index ($HARNESSKIT_HOME/index.sqlite, made by `harnesskit index`) is there, the rows
-    come from it, first brought up to date for what changed. Otherwise only the files shown are read
+    come from it (--harness's too), first brought up to date for what changed. Otherwise only the files shown are read
     whole: the others are chosen from their first and last lines (and a cache under
     $HARNESSKIT_HOME/cache that is checked against each file's size and times).
 

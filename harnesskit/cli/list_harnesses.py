@@ -6,7 +6,8 @@ import os
 from datetime import datetime
 
 from harnesskit.session import store
-from harnesskit.session.formats.stores import Found, claude_sessions, codex_sessions
+from harnesskit.session.formats import stores
+from harnesskit.session.formats.stores import Found
 
 from . import render
 from .errors import Fail
@@ -19,24 +20,39 @@ def list_harnesses(harness: str, as_json: bool, limit: int | None, session_dir: 
     cwd = os.getcwd()
     found: list[Found] = []
     if harness == "all":
-        found += [Found("pi", s.path, s.modified, s.session_id, s.cwd, s.name or s.first_user, s.messages)
+        found += [Found("pi", s.file, s.modified, s.session_id, s.cwd, s.name or s.first_user, s.messages)
                   for s in store.list_sessions([store.session_dir(cwd, session_dir)])]
     if harness in ("claude", "all"):
-        found += claude_sessions(cwd)
+        found += stores.claude_sessions(cwd)
     if harness in ("codex", "all"):
-        found += codex_sessions(cwd)
-    found.sort(key=lambda f: (f.modified, f.path.name), reverse=True)
+        found += stores.codex_sessions(cwd)
+    found.sort(key=stores.newest_first, reverse=True)
     found = found[:limit]
     if as_json:
+        if not found and (missing := _missing(harness)):
+            echo(f"no {harness} sessions{missing}", err=True)
         for f in found:
-            echo(render.json_line({"harness": f.harness, "path": str(f.path), "id": f.session_id,
+            echo(render.json_line({"harness": f.harness, "path": f.path, "id": f.session_id,
                                          "modified": f.modified, "cwd": f.cwd, "firstMessage": f.first_user,
                                          "messages": f.messages}))
         return
     if not found:
-        echo(f"no {'' if harness == 'all' else harness + ' '}sessions of {cwd}", err=True)
+        echo(f"no {'' if harness == 'all' else harness + ' '}sessions of {cwd}" + _missing(harness), err=True)
         return
     rows = [[datetime.fromtimestamp(f.modified).strftime("%Y-%m-%d %H:%M"), f.harness, f.session_id[:13],
-             render.cut(render.one_line(f.first_user or ""), 48), f.messages, str(f.path)] for f in found]
+             render.cut(render.one_line(f.first_user or ""), 48), f.messages, f.path] for f in found]
     echo(render.tabulate(rows, headers=["modified", "harness", "id", "first message", "messages", "path"],
                         disable_numparse=True))
+
+
+_STORES = {"claude": ("Claude Code", stores.claude_root, "CLAUDE_CONFIG_DIR"),
+           "codex": ("Codex", stores.codex_root, "CODEX_HOME")}
+
+
+def _missing(harness: str) -> str:
+    """Why a harness shows nothing when its store itself is not there (a path or variable to fix)."""
+    if harness not in _STORES:
+        return ""
+    name, root, variable = _STORES[harness]
+    where = root()
+    return "" if where.is_dir() else f": no {name} store at {where} (set {variable} to where it keeps its sessions)"

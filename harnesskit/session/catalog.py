@@ -35,7 +35,7 @@ from .migrate import UnsupportedSession, detect, iso_to_ms
 from .reader import parse_line
 from .store import Summary, activity_ms, first_text, header_of, iso_ms
 
-SCHEMA_VERSION = 2  # 2: what `list` shows (activity, model, entries; ctime in files)
+SCHEMA_VERSION = 3  # 2: what `list` shows (activity, model, entries; ctime in files); 3: what `list --harness` does
 HEAD_BYTES = 4096  # "the first bytes": a replaced file differs here (its header has another id)
 BATCH_FILES = 500  # files per transaction: a killed update loses at most one batch of work
 
@@ -47,7 +47,8 @@ CREATE TABLE files(
 CREATE TABLE sessions(
   rowid INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, harness TEXT NOT NULL, id TEXT, cwd TEXT,
   name TEXT, first_user TEXT, created_ms INTEGER, updated_ms INTEGER, models TEXT NOT NULL DEFAULT '[]',
-  messages INTEGER NOT NULL DEFAULT 0, parent TEXT, activity REAL, model TEXT, entries INTEGER);
+  messages INTEGER NOT NULL DEFAULT 0, parent TEXT, activity REAL, model TEXT, entries INTEGER,
+  list_id TEXT, list_cwd TEXT, list_first TEXT, list_messages INTEGER);
 CREATE TABLE messages(
   rowid INTEGER PRIMARY KEY, session INTEGER NOT NULL, entry_id TEXT, line INTEGER, role TEXT,
   time_ms INTEGER, model TEXT, tools TEXT NOT NULL DEFAULT '');
@@ -200,6 +201,8 @@ class Found:
     entries: int = 0  # entries of type "message", as pi's picker counts them
     offset: int = 0  # bytes read up to the end of the last complete line
     line: int = 0  # the number of the last line read
+    listing: tuple | None = None  # another harness's file: (id, cwd, first message, messages) as `list --harness`
+    # shows them (formats.stores.summarize), None when it lists no session there
 
 
 _INT64 = 1 << 63  # SQLite's integers; a count beyond them is no count (a file may say anything)
@@ -425,15 +428,27 @@ def _read_loaded(source: Source, found: Found) -> Found | None:
     loader, migrated in memory; read again in full whenever it changes."""
     from .loader import SessionError, load_session
 
+    if source.harness != "pi":
+        found.listing = _listing(source)
     try:
         session = load_session(source.path, fmt=source.harness)
     except SessionError:
-        return None
+        return None if found.listing is None else found  # no conversation, yet a line of `list --harness`
     found.header, found.clean = session.header, False
     for entry, line in zip(session.entries, session.lines, strict=True):
         take_entry(found, entry, line)
     found.offset, found.line = session.size, 0
     return found
+
+
+def _listing(source: Source) -> tuple | None:
+    """What `list --harness` shows of the file, by its own reader (the same rules, so the same row)."""
+    from .formats.stores import summarize
+
+    shown = summarize(Path(source.path), source.harness)
+    if shown is None:
+        return None
+    return storable(shown.session_id), storable(shown.cwd), storable(shown.first_user), shown.messages
 
 
 
@@ -737,6 +752,37 @@ def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: i
     return out
 
 
+_HARNESS_KEY = _KEY + " WHERE path >= ? AND path < ? AND harness = ?"
+_HARNESS_LISTED = ("SELECT f.path, f.mtime_ns, s.list_id, s.list_cwd, s.list_first, s.list_messages FROM files f"
+                   " JOIN sessions s ON s.rowid = f.session WHERE f.path >= ? AND f.path < ? AND f.harness = ?"
+                   " AND s.list_messages IS NOT NULL")
+
+
+def harness_listed(conn: sqlite3.Connection, harness: str, where: str, paths: list[str],
+                   in_scope: Callable[[str], bool], cwd: str | None = None) -> list[tuple] | None:
+    """Another harness's sessions among `paths` (the files its listing found under `where`; with
+    `cwd`, only those of that directory) as `list --harness` shows them: (path, mtime as os.stat
+    gives it, id, cwd, first message, messages). The index is first brought up to date for them, and
+    the files it holds under `where` that `in_scope` says the listing would have found, and did not,
+    are dropped (deleted since). None when a name is no UTF-8 (the index cannot hold it)."""
+    if any(not p.isascii() and _SURROGATE.search(p) for p in paths):
+        return None
+    prefix = os.path.join(where, "")
+    bounds = (prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1), harness)
+    sources = [Source(p, harness) for p in paths]
+
+    def step(bulk: bool) -> None:
+        known = _by_path([row for row in conn.execute(_HARNESS_KEY, bounds) if in_scope(row[0])])
+        _, work, gone = _compare(known, [], sources, UpdateStats())
+        _apply(conn, work, gone, None, UpdateStats(), bulk)
+
+    _retried(step)
+    wanted = set(paths)
+    sql, args = (_HARNESS_LISTED, bounds) if cwd is None else (_HARNESS_LISTED + " AND s.list_cwd = ?", (*bounds, cwd))
+    return [(path, mtime_ns // 1_000_000_000 + mtime_ns % 1_000_000_000 * 1e-9, *shown)
+            for path, mtime_ns, *shown in conn.execute(sql, args) if path in wanted]
+
+
 def _apply(conn: sqlite3.Connection, work: list[tuple[Source, os.stat_result]], gone: list[str],
            progress: Callable[[int, int], None] | None, stats: UpdateStats, bulk: bool = True) -> None:
     """Read the changed files into the index and drop the gone ones, a batch per transaction; with
@@ -805,7 +851,7 @@ class Rows:
 
 
 def _insert(conn: sqlite3.Connection, rows: Rows, files: str = "INSERT") -> None:
-    conn.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows.sessions)
+    conn.executemany(f"INSERT INTO sessions VALUES ({', '.join('?' * 19)})", rows.sessions)
     conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows.messages)
     conn.executemany("INSERT INTO messages_fts(rowid, text) VALUES (?, ?)", rows.texts)
     conn.executemany("INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows.usage)
@@ -821,7 +867,7 @@ def session_row(found: Found, path: str, harness: str, listed: bool = True) -> t
             storable(_str(header.get("cwd"))), storable(found.name), storable(found.first_user),
             iso_to_ms(timestamp), found.updated_ms, storable(json_text(found.models)),
             len(found.messages), storable(_str(header.get("parentSession"))), activity,
-            storable(found.model), found.entries if listed else None)
+            storable(found.model), found.entries if listed else None, *(found.listing or (None,) * 4))
 
 
 def read_new(items: list[tuple[str, str, int, int, int, int]], session: int, message: int) -> Iterator[Rows]:
