@@ -548,28 +548,38 @@ def test_branch_at_a_terminal_asks_then_prefills_the_prompt(env: Env) -> None:
     assert_strict_valid(path)
 
 
-def test_ctrl_c_during_an_automatic_summary_writes_no_compaction(env: Env) -> None:
-    """An aborted summary writes nothing: Ctrl-C while the summary streams ends the turn as
-    aborted (like Ctrl-C in any request) and the file has no compaction entry."""
-    import signal
-
-    replies = [{"text": "one " * 300}, {"text": "a summary that never ends " * 20, "chunks": 200, "delay": 0.1}]
-    script = write_script(env.tmp / "s.yaml", replies)
-    config(("context_window", 400), ("compaction.keep_recent_tokens", 20))
-    chat = Interactive(env, "chat", "--model", f"script:{script}", "-p", "first", "-p", "second", feed=False)
+def _ctrl_c_at(run: Interactive, marker: str) -> tuple[int, str]:
+    """SIGINT once `marker` is printed: the exit code and stderr (checked: no traceback)."""
     try:
-        chat.expect("[compacting:")
-        chat.proc.send_signal(signal.SIGINT)
-        code = chat.wait()
+        run.expect(marker)
+        run.proc.send_signal(signal.SIGINT)
+        code = run.wait()
     finally:
-        chat.kill()
-    assert code == 130, ("".join(chat.out), "".join(chat.err))
-    assert "Traceback" not in "".join(chat.err)
+        run.kill()
+    err = "".join(run.err)
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    return code, err
+
+
+def _assert_aborted_and_saved(env: Env) -> None:
+    """The session of a turn aborted in its automatic summary: no compaction, the turn saved as aborted."""
     path = only_session(env.home)
     assert entries_of(path, "compaction") == []
     last = entries_of(path, "message")[-1]["message"]
     assert last["role"] == "assistant" and last["stopReason"] == "aborted"
     assert_strict_valid(path)
+
+
+def test_ctrl_c_during_an_automatic_summary_writes_no_compaction(env: Env) -> None:
+    """An aborted summary writes nothing: Ctrl-C while the summary streams ends the turn as
+    aborted (like Ctrl-C in any request) and the file has no compaction entry."""
+    replies = [{"text": "one " * 300}, {"text": "a summary that never ends " * 20, "chunks": 200, "delay": 0.1}]
+    script = write_script(env.tmp / "s.yaml", replies)
+    config(("context_window", 400), ("compaction.keep_recent_tokens", 20))
+    chat = Interactive(env, "chat", "--model", f"script:{script}", "-p", "first", "-p", "second", feed=False)
+    code, err = _ctrl_c_at(chat, "[compacting:")
+    assert code == 130, ("".join(chat.out), err)
+    _assert_aborted_and_saved(env)
 
 
 # A driver run as `python -m` like `python -m harnesskit` (the interpreter ends a `-m` run by its own
@@ -614,14 +624,6 @@ def _summary_script(env: Env) -> Path:
     return write_script(env.tmp / "s.yaml", [{"text": "one " * 300}, {"text": "never used"}])
 
 
-def _assert_aborted_and_saved(env: Env) -> None:
-    path = only_session(env.home)
-    assert entries_of(path, "compaction") == []
-    last = entries_of(path, "message")[-1]["message"]
-    assert last["role"] == "assistant" and last["stopReason"] == "aborted"
-    assert_strict_valid(path)
-
-
 def test_ctrl_c_caught_inside_a_string_exec_still_exits_130(env: Env) -> None:
     """The window of the flaky test, made certain: a Ctrl-C that leaves a string exec (CPython 3.11-3.13
     then marks the run as ended by an unhandled Ctrl-C, even though the turn handled it) exits 130, not
@@ -641,17 +643,11 @@ def test_a_second_ctrl_c_during_shutdown_ends_at_once_with_130(env: Env, monkeyp
     """After the aborted turn is saved, a second Ctrl-C while the interpreter shuts down (here an exit
     handler that would wait a minute) ends the process at once, still with 130 and no traceback."""
     monkeypatch.setenv("SLOW_EXIT", "1")
-    chat = _driven(env, "chat", "--model", f"script:{_summary_script(env)}", "-p", "first", "-p", "second")
-    try:
-        chat.expect("[shutting down]")
-        chat.proc.send_signal(signal.SIGINT)
-        code = chat.wait()
-    finally:
-        chat.kill()
-    err = "".join(chat.err)
+    code, err = _ctrl_c_at(
+        _driven(env, "chat", "--model", f"script:{_summary_script(env)}", "-p", "first", "-p", "second"),
+        "[shutting down]")
     assert code == 130, err
     assert "[shut down]" not in err  # it did not wait the shutdown out
-    assert "Traceback" not in err and "Exception ignored" not in err
     _assert_aborted_and_saved(env)
 
 
@@ -659,13 +655,6 @@ def test_a_ctrl_c_during_the_shutdown_of_a_finished_command_keeps_its_code(
         env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     """A Ctrl-C that comes once the command's work is done interrupts nothing: validate's 0 stands."""
     monkeypatch.setenv("SLOW_EXIT", "1")
-    run = _driven(env, "validate", V3_DIR / "s01_new.jsonl")
-    try:
-        run.expect("[shutting down]")
-        run.proc.send_signal(signal.SIGINT)
-        code = run.wait()
-    finally:
-        run.kill()
-    err = "".join(run.err)
+    code, err = _ctrl_c_at(_driven(env, "validate", V3_DIR / "s01_new.jsonl"), "[shutting down]")
     assert code == 0, err
-    assert "[shut down]" not in err and "Traceback" not in err and "Exception ignored" not in err
+    assert "[shut down]" not in err
