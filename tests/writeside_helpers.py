@@ -93,8 +93,9 @@ def hk(env: Env, *args: object, timeout: float = 30, input: str | None = None,
 
 
 def popen(env: Env, *args: object, stdin: int | None = subprocess.DEVNULL,
-          preexec_fn: Callable[[], None] | None = as_from_a_shell) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "harnesskit", *map(str, args)], env=env.environ(), cwd=env.cwd,
+          preexec_fn: Callable[[], None] | None = as_from_a_shell, module: str = "harnesskit") -> subprocess.Popen[str]:
+    """`python -m harnesskit ARGS` (or `-m module`: a driver in env.cwd, which -m puts on sys.path)."""
+    return subprocess.Popen([sys.executable, "-m", module, *map(str, args)], env=env.environ(), cwd=env.cwd,
                             stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
                             preexec_fn=preexec_fn)
 
@@ -206,11 +207,11 @@ class Interactive:
     """A chat process fed through a pipe; stdout/stderr read by threads so `expect` can time out.
     `expect` sees the lines of both (the answer is on stdout, the chat's notes on stderr)."""
 
-    def __init__(self, env: Env, *args: object, feed: bool = True) -> None:
+    def __init__(self, env: Env, *args: object, feed: bool = True, module: str = "harnesskit") -> None:
         import queue
         import threading
 
-        self.proc = popen(env, *args, stdin=subprocess.PIPE if feed else subprocess.DEVNULL)
+        self.proc = popen(env, *args, stdin=subprocess.PIPE if feed else subprocess.DEVNULL, module=module)
         self.out: list[str] = []
         self.err: list[str] = []
         self._lines: queue.Queue[str | None] = queue.Queue()

@@ -12,6 +12,8 @@ import click
 from harnesskit import __version__
 from harnesskit.text import visible
 
+from .interrupts import settle
+
 # command name -> (module, attribute, one-line help shown in `harnesskit --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "chat": ("harnesskit.cli.chat", "chat", "Talk to a model; every message is saved as it is finalised."),
@@ -86,24 +88,37 @@ def cli(ctx: click.Context) -> None:
 
 def main() -> None:
     """Entry point: exit codes of contract §6, and no Python traceback ever reaches a user unless
-    they ask for one (HARNESSKIT_DEBUG=1)."""
+    they ask for one (HARNESSKIT_DEBUG=1). The code stands whenever a Ctrl-C comes (cli/interrupts.py)."""
+    try:
+        code = _run()
+    except KeyboardInterrupt:  # one more Ctrl-C just as the command returned: it had ended already
+        code = 130
+    settle(code)
+    sys.exit(code)
+
+
+def _run() -> object:
+    """The command's exit code (what `sys.exit` takes)."""
     try:
         cli.main(prog_name="harnesskit", standalone_mode=False)
+    except SystemExit as done:  # a command's own code (chat's 130 after Ctrl-C, validate's 1)
+        return done.code
     except click.exceptions.Exit as done:
-        sys.exit(done.exit_code)
+        return done.exit_code
     except click.ClickException as error:
         error.show()
-        sys.exit(error.exit_code)
+        return error.exit_code
     except (click.Abort, KeyboardInterrupt):
         click.echo("harnesskit: interrupted", err=True)
-        sys.exit(130)
+        return 130
     except BrokenPipeError:
         # stdout went away (`| head`): stop quietly, and keep Python from complaining at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(0)
+        return 0
     except Exception as error:  # noqa: BLE001 - the last line of defence
         if os.environ.get("HARNESSKIT_DEBUG"):
             raise
         click.echo(visible(f"harnesskit: internal error: {type(error).__name__}: {error} "
                            "(set HARNESSKIT_DEBUG=1 for a traceback)"), err=True)
-        sys.exit(2)
+        return 2
+    return 0

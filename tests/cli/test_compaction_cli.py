@@ -8,6 +8,7 @@ agent-session-compaction.test.ts, agent-session-tree-navigation.test.ts, compact
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -547,25 +548,113 @@ def test_branch_at_a_terminal_asks_then_prefills_the_prompt(env: Env) -> None:
     assert_strict_valid(path)
 
 
-def test_ctrl_c_during_an_automatic_summary_writes_no_compaction(env: Env) -> None:
-    """An aborted summary writes nothing: Ctrl-C while the summary streams ends the turn as
-    aborted (like Ctrl-C in any request) and the file has no compaction entry."""
-    import signal
-
-    replies = [{"text": "one " * 300}, {"text": "a summary that never ends " * 20, "chunks": 200, "delay": 0.1}]
-    script = write_script(env.tmp / "s.yaml", replies)
-    config(("context_window", 400), ("compaction.keep_recent_tokens", 20))
-    chat = Interactive(env, "chat", "--model", f"script:{script}", "-p", "first", "-p", "second", feed=False)
+def _ctrl_c_at(run: Interactive, marker: str) -> tuple[int, str]:
+    """SIGINT once `marker` is printed: the exit code and stderr (checked: no traceback)."""
     try:
-        chat.expect("[compacting:")
-        chat.proc.send_signal(signal.SIGINT)
-        code = chat.wait()
+        run.expect(marker)
+        run.proc.send_signal(signal.SIGINT)
+        code = run.wait()
     finally:
-        chat.kill()
-    assert code == 130, ("".join(chat.out), "".join(chat.err))
-    assert "Traceback" not in "".join(chat.err)
+        run.kill()
+    err = "".join(run.err)
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    return code, err
+
+
+def _assert_aborted_and_saved(env: Env) -> None:
+    """The session of a turn aborted in its automatic summary: no compaction, the turn saved as aborted."""
     path = only_session(env.home)
     assert entries_of(path, "compaction") == []
     last = entries_of(path, "message")[-1]["message"]
     assert last["role"] == "assistant" and last["stopReason"] == "aborted"
     assert_strict_valid(path)
+
+
+def test_ctrl_c_during_an_automatic_summary_writes_no_compaction(env: Env) -> None:
+    """An aborted summary writes nothing: Ctrl-C while the summary streams ends the turn as
+    aborted (like Ctrl-C in any request) and the file has no compaction entry."""
+    replies = [{"text": "one " * 300}, {"text": "a summary that never ends " * 20, "chunks": 200, "delay": 0.1}]
+    script = write_script(env.tmp / "s.yaml", replies)
+    config(("context_window", 400), ("compaction.keep_recent_tokens", 20))
+    chat = Interactive(env, "chat", "--model", f"script:{script}", "-p", "first", "-p", "second", feed=False)
+    code, err = _ctrl_c_at(chat, "[compacting:")
+    assert code == 130, ("".join(chat.out), err)
+    _assert_aborted_and_saved(env)
+
+
+# A driver run as `python -m` like `python -m harnesskit` (the interpreter ends a `-m` run by its own
+# rules): the real CLI, with only the summary request replaced by one that Ctrl-Cs itself from inside
+# a string exec (as when the signal lands in a dataclass a lazy import builds: the flaky -2 of the
+# test above), and with SLOW_EXIT a shutdown that waits for a second Ctrl-C.
+_DRIVER = '''
+import atexit, os, sys, time
+
+import harnesskit.agent.models.script as script
+from harnesskit.cli import main
+
+played = script.ScriptModel.stream
+
+
+def stream(self, messages, tools, *, max_tokens=None):
+    if max_tokens is not None:  # the summary request: Ctrl-C inside a string exec
+        exec("import signal, time\\nsignal.raise_signal(signal.SIGINT)\\ntime.sleep(60)", {})
+    yield from played(self, messages, tools, max_tokens=max_tokens)
+
+
+def slow_exit():
+    print("[shutting down]", file=sys.stderr, flush=True)
+    time.sleep(60)
+    print("[shut down]", file=sys.stderr, flush=True)
+
+
+script.ScriptModel.stream = stream
+if os.environ.get("SLOW_EXIT"):
+    atexit.register(slow_exit)
+main()
+'''
+
+
+def _driven(env: Env, *args: object) -> Interactive:
+    (env.cwd / "hk_driver.py").write_text(_DRIVER, encoding="utf-8")
+    return Interactive(env, *args, feed=False, module="hk_driver")
+
+
+def _summary_script(env: Env) -> Path:
+    config(("context_window", 400), ("compaction.keep_recent_tokens", 20))
+    return write_script(env.tmp / "s.yaml", [{"text": "one " * 300}, {"text": "never used"}])
+
+
+def test_ctrl_c_caught_inside_a_string_exec_still_exits_130(env: Env) -> None:
+    """The window of the flaky test, made certain: a Ctrl-C that leaves a string exec (CPython 3.11-3.13
+    then marks the run as ended by an unhandled Ctrl-C, even though the turn handled it) exits 130, not
+    killed by SIGINT (-2) at the interpreter's end."""
+    chat = _driven(env, "chat", "--model", f"script:{_summary_script(env)}", "-p", "first", "-p", "second")
+    try:
+        code = chat.wait()
+    finally:
+        chat.kill()
+    err = "".join(chat.err)
+    assert code == 130, err
+    assert "[aborted]" in err and "Traceback" not in err
+    _assert_aborted_and_saved(env)
+
+
+def test_a_second_ctrl_c_during_shutdown_ends_at_once_with_130(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the aborted turn is saved, a second Ctrl-C while the interpreter shuts down (here an exit
+    handler that would wait a minute) ends the process at once, still with 130 and no traceback."""
+    monkeypatch.setenv("SLOW_EXIT", "1")
+    code, err = _ctrl_c_at(
+        _driven(env, "chat", "--model", f"script:{_summary_script(env)}", "-p", "first", "-p", "second"),
+        "[shutting down]")
+    assert code == 130, err
+    assert "[shut down]" not in err  # it did not wait the shutdown out
+    _assert_aborted_and_saved(env)
+
+
+def test_a_ctrl_c_during_the_shutdown_of_a_finished_command_keeps_its_code(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C that comes once the command's work is done interrupts nothing: validate's 0 stands."""
+    monkeypatch.setenv("SLOW_EXIT", "1")
+    code, err = _ctrl_c_at(_driven(env, "validate", V3_DIR / "s01_new.jsonl"), "[shutting down]")
+    assert code == 0, err
+    assert "[shut down]" not in err
