@@ -68,6 +68,9 @@ def iter_lines(fp: BinaryIO) -> Iterator[tuple[int, int, bytes, bool]]:
         offset += len(raw)
 
 
+_PREADV = hasattr(os, "preadv")
+
+
 class _Range(io.RawIOBase):
     """Bytes [start, stop) of a file descriptor, read with pread (the descriptor's offset is untouched)."""
 
@@ -81,12 +84,16 @@ class _Range(io.RawIOBase):
         n = min(len(buffer), self._stop - self._pos)
         if n <= 0:
             return 0
-        data = os.pread(self._fd, n, self._pos)
-        buffer[: len(data)] = data
-        self._pos += len(data)
+        if _PREADV:  # straight into the buffer: pread's bytes (a fresh mmap per 128 KiB read) cost a scan 3%
+            got = os.preadv(self._fd, (memoryview(buffer)[:n],), self._pos)
+        else:
+            data = os.pread(self._fd, n, self._pos)
+            got = len(data)
+            buffer[:got] = data
+        self._pos += got
         if self._report is not None:
             self._report(self._pos)
-        return len(data)
+        return got
 
 
 def open_range(fd: int, start: int, stop: int, buffer_size: int = 1 << 17,
