@@ -911,6 +911,20 @@ def _bases(items: list[tuple[str, str, int, int, int, int]], session: int, messa
         message += (1 << 32) + sum(item[2] for item in items[start:start + BATCH_FILES])
 
 
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cyclic collector paused: a batch's rows are many small containers in no cycle, and its
+    passes over them cost a tenth of the reading and free nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@_no_gc()  # the fork included: the worker runs without it too
 def _add_new(conn: sqlite3.Connection, items: list[tuple[str, str, int, int, int, int]], stats: UpdateStats,
              progress: Callable[[int, int], None] | None, total: int) -> int:
     """Index files the index has never seen, a batch per transaction, each batch numbered ahead. With
@@ -956,37 +970,26 @@ def _add_new(conn: sqlite3.Connection, items: list[tuple[str, str, int, int, int
     if progress is not None:
         progress(done, total)  # the bar is there from the start: it moves a batch at a time
     try:
-        with _no_gc():
-            while low < high:
-                group = [take()]  # read before the transaction: other writers wait only for the inserts
-                while low < high and sum(rows.size for rows in group) < COMMIT_BYTES:
-                    group.append(take())
-                with _writing(conn):  # a few batches per transaction: each commit costs FTS5 a segment
-                    for rows in group:
-                        _insert(conn, rows)
-                        stats.read_full += len(rows.files)
-                        stats.bytes_read += sum(row[2] for row in rows.files)
-                        stats.messages += rows.messages_added
-                        done += rows.size
-                        if progress is not None:
-                            progress(done, total)
+        while low < high:
+            rows = take()  # the first read before the transaction (others wait on it only while it inserts)
+            with _writing(conn):  # a few batches per transaction: each commit costs FTS5 a segment
+                written = 0
+                while True:
+                    _insert(conn, rows)
+                    written += rows.size
+                    stats.read_full += len(rows.files)
+                    stats.bytes_read += sum(row[2] for row in rows.files)
+                    stats.messages += rows.messages_added
+                    done += rows.size
+                    if progress is not None:
+                        progress(done, total)
+                    if low >= high or written >= COMMIT_BYTES:
+                        break
+                    rows = take()
         return done
     finally:
         if stream is not None:
             stream.close()  # ends the worker if it still runs
-
-
-@contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    """The cyclic collector paused: a batch's rows are many small containers in no cycle, and its
-    passes over them cost a tenth of the reading and free nothing."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class _Batch:
