@@ -12,7 +12,6 @@ parent with `Lost`, after which it can do the rest itself.
 
 from __future__ import annotations
 
-import io
 import marshal
 import os
 import select
@@ -99,40 +98,53 @@ def forked(items: Iterable[T]) -> Stream[T]:
 
 
 class Stream(Generic[T]):
-    """The child's items as they arrive; `ready()` says whether the next one can be had without
-    waiting (so the parent can do other work meanwhile)."""
+    """The child's items as they arrive; `ready()` says whether the next one has arrived whole
+    (reading what is there meanwhile, without waiting), so the parent can do other work until then:
+    a batch larger than the pipe arrives in parts, each as the child gets its turn to write it."""
 
     def __init__(self, pid: int, fd: int) -> None:
-        self._pid, self._fp = pid, io.FileIO(fd, "rb")  # unbuffered: select() sees all there is
+        os.set_blocking(fd, False)
+        self._pid, self._fd = pid, fd
+        self._data = bytearray()  # what has arrived of the next item: its size, then its bytes
+        self._need = _SIZE.size
 
     def __iter__(self) -> Stream[T]:
         return self
 
     def ready(self) -> bool:
-        return bool(select.select([self._fp], [], [], 0)[0])
+        while len(self._data) < self._need:
+            try:
+                chunk = os.read(self._fd, self._need - len(self._data))
+            except BlockingIOError:
+                return False
+            if not chunk:
+                return True  # the end (or a child that died): __next__ says which
+            self._data += chunk
+            if len(self._data) == _SIZE.size == self._need:
+                (size,) = _SIZE.unpack(self._data)
+                self._need = _SIZE.size if size == _END else _SIZE.size + size
+                if size == _END:
+                    return True
+        return True
 
     def __next__(self) -> T:
-        (size,) = _SIZE.unpack(self._exactly(_SIZE.size))
+        while not self.ready():
+            select.select([self._fd], [], [])
+        if len(self._data) < self._need:
+            self.close()
+            raise Lost("the worker process ended early")
+        (size,) = _SIZE.unpack_from(self._data)
         if size == _END:
             self.close()
             raise StopIteration
-        return marshal.loads(self._exactly(size))  # our own child's output
-
-    def _exactly(self, size: int) -> bytearray:
-        data = bytearray(size)
-        view, got = memoryview(data), 0
-        while got < size:
-            n = self._fp.readinto(view[got:])
-            if not n:
-                self.close()
-                raise Lost("the worker process ended early")
-            got += n
-        return data
+        data, self._data, self._need = self._data, bytearray(), _SIZE.size
+        return marshal.loads(memoryview(data)[_SIZE.size:])  # our own child's output
 
     def close(self) -> None:
         """Ends the child if it still runs."""
-        if not self._fp.closed:
-            self._fp.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
             _reap(self._pid)
 
 
