@@ -899,6 +899,8 @@ def read_new(items: list[tuple[str, str, int, int, int, int]], first_session: in
             session += 1
             message = found.next
         rows.next_session, rows.next_message = session, message
+        if not gc.isenabled():  # paused by _add_new: what reading the batch left in cycles (a
+            gc.collect(1)  # loader's objects) goes now, a young collection over this batch's objects only
         yield rows
 
 
@@ -914,7 +916,7 @@ def _bases(items: list[tuple[str, str, int, int, int, int]], session: int, messa
 @contextlib.contextmanager
 def _no_gc() -> Iterator[None]:
     """The cyclic collector paused: a batch's rows are many small containers in no cycle, and its
-    passes over them cost a tenth of the reading and free nothing."""
+    passes over them cost a tenth of the reading and free nothing (read_new collects once a batch)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -927,7 +929,7 @@ def _no_gc() -> Iterator[None]:
 @_no_gc()  # the fork included: the worker runs without it too
 def _add_new(conn: sqlite3.Connection, items: list[tuple[str, str, int, int, int, int]], stats: UpdateStats,
              progress: Callable[[int, int], None] | None, total: int) -> int:
-    """Index files the index has never seen, a batch per transaction, each batch numbered ahead. With
+    """Index files the index has never seen, a few batches per transaction, each numbered ahead. With
     many files and a second core, a worker process reads batches from the first on while this one
     inserts them, and reads batches itself from the last one back whenever the worker's next is not
     ready yet (so both cores parse, whatever the machine's load). A batch colliding with another
