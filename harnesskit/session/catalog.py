@@ -19,6 +19,7 @@ AND/OR/NOT, NEAR) passes through unchanged.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import os
 import re
@@ -33,7 +34,7 @@ import orjson
 
 from .migrate import UnsupportedSession, detect, iso_to_ms
 from .reader import parse_line
-from .store import Summary, activity_ms, first_text, header_of, iso_ms
+from .store import Summary, first_text, header_of, iso_ms
 
 SCHEMA_VERSION = 3  # 2: what `list` shows (activity, model, entries; ctime in files); 3: what `list --harness` does
 HEAD_BYTES = 4096  # "the first bytes": a replaced file differs here (its header has another id)
@@ -311,13 +312,15 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
         role = message.get("role")
         if role.__class__ is not str:
             role = None
-        stamp = message.get("timestamp")
-        if stamp.__class__ is not int or not -_INT64 < stamp < _INT64:
-            stamp = _stamp(entry, message)
+        raw = message.get("timestamp")
+        stamp = raw if raw.__class__ is int and -_INT64 < raw < _INT64 else _stamp(entry, message)
         content = message.get("content")
-        if role == "user" or role == "assistant":
-            activity = activity_ms(entry)
-            if activity is not None:
+        if (role == "user" or role == "assistant") and (content is not None or "content" in message):
+            # store.activity_ms, inlined (its checks are those above)
+            if raw.__class__ is int or raw.__class__ is float:
+                if raw > 0:
+                    found.activity = float(raw)
+            elif (activity := iso_ms(entry.get("timestamp"))) is not None:
                 found.activity = activity
         if role == "toolResult":
             texts, _ = _texts(content)
@@ -544,6 +547,7 @@ class UpdateStats:
 
 
 SMALL_FILE = 1 << 20  # read whole, and split in memory; larger files are streamed
+COMMIT_BYTES = 8 << 20  # new files' bytes per transaction: a killed update loses at most these
 WORKER_FILES = 2000  # new files from which a second process reads them while this one inserts
 
 
@@ -870,10 +874,13 @@ def session_row(found: Found, path: str, harness: str, listed: bool = True) -> t
             storable(found.model), found.entries if listed else None, *(found.listing or (None,) * 4))
 
 
-def read_new(items: list[tuple[str, str, int, int, int, int]], session: int, message: int) -> Iterator[Rows]:
+def read_new(items: list[tuple[str, str, int, int, int, int]], first_session: int, first_message: int
+             ) -> Iterator[Rows]:
     """The rows of files the index has never seen (path, harness, size, mtime_ns, inode, ctime_ns), BATCH_FILES
-    at a time, numbered from the given rowids. Touches no database: a worker process runs it too."""
-    for start in range(0, len(items), BATCH_FILES):
+    at a time, numbered from the given rowids as `_bases` says (so any batch can be read on its own, by
+    either process, and number its rows as when read in turn). Touches no database: a worker runs it too."""
+    bases = _bases(items, first_session, first_message)
+    for start, (session, message) in zip(range(0, len(items), BATCH_FILES), bases, strict=True):
         rows = Rows()
         for path, harness, size, mtime_ns, ino, ctime_ns in items[start:start + BATCH_FILES]:
             rows.count += 1
@@ -892,46 +899,96 @@ def read_new(items: list[tuple[str, str, int, int, int, int]], session: int, mes
             session += 1
             message = found.next
         rows.next_session, rows.next_message = session, message
+        if not gc.isenabled():  # paused by _add_new: what reading the batch left in cycles (a
+            gc.collect(1)  # loader's objects) goes now, a young collection over this batch's objects only
         yield rows
 
 
+def _bases(items: list[tuple[str, str, int, int, int, int]], session: int, message: int) -> Iterator[tuple[int, int]]:
+    """The first session and message rowid of each batch: a session per file before it, and room for
+    as many messages as the bytes before it (a message is a line) and 2**32 more per batch (lines
+    appended while it is read). The gaps cost nothing: rowids only order rows."""
+    for start in range(0, len(items), BATCH_FILES):
+        yield session + start, message
+        message += (1 << 32) + sum(item[2] for item in items[start:start + BATCH_FILES])
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cyclic collector paused: a batch's rows are many small containers in no cycle, and its
+    passes over them cost a tenth of the reading and free nothing (read_new collects once a batch)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@_no_gc()  # the fork included: the worker runs without it too
 def _add_new(conn: sqlite3.Connection, items: list[tuple[str, str, int, int, int, int]], stats: UpdateStats,
              progress: Callable[[int, int], None] | None, total: int) -> int:
-    """Index files the index has never seen, a batch per transaction; their rows are numbered ahead
-    (a worker process reads and parses them while this one inserts, when there are many and a second
-    core). A batch colliding with another writer's rows raises `_Raced`. Returns the bytes done."""
+    """Index files the index has never seen, a few batches per transaction, each numbered ahead. With
+    many files and a second core, a worker process reads batches from the first on while this one
+    inserts them, and reads batches itself from the last one back whenever the worker's next is not
+    ready yet (so both cores parse, whatever the machine's load). A batch colliding with another
+    writer's rows raises `_Raced`. Returns the bytes done."""
     from . import worker
 
     session, message = conn.execute("SELECT (SELECT coalesce(max(rowid), 0) + 1 FROM sessions),"
                                     " (SELECT coalesce(max(rowid), 0) + 1 FROM messages)").fetchone()
-    done = files = 0
-    batches: Iterator[Rows] = read_new(items, session, message)
+    starts = range(0, len(items), BATCH_FILES)
+    bases = list(_bases(items, session, message))
     stream = None
     if len(items) >= WORKER_FILES and worker.available():
         try:
-            stream = worker.forked(rows.fields() for rows in batches)
-            batches = (Rows(*fields) for fields in stream)
+            stream = worker.forked(rows.fields() for rows in read_new(items, session, message))
         except OSError:  # no process to be had: all of it here
             pass
+
+    def own(batch: int) -> Rows:
+        return next(read_new(items[starts[batch]:starts[batch] + BATCH_FILES], *bases[batch]))
+
+    def take() -> Rows:
+        nonlocal low, high, stream
+        while stream is not None:
+            if high - low >= 2 and not stream.ready():
+                high -= 1
+                return own(high)
+            try:
+                rows = Rows(*next(stream))
+            except (worker.Lost, StopIteration):  # the worker died: the rest here
+                stream.close()
+                stream = None
+                continue
+            low += 1
+            return rows
+        low += 1
+        return own(low - 1)
+
+    done = 0
+    low, high = 0, len(starts)  # the batches not inserted yet; the worker's next is `low`
     if progress is not None:
         progress(done, total)  # the bar is there from the start: it moves a batch at a time
     try:
-        while True:
-            try:
-                for rows in batches:
-                    with _writing(conn):
-                        _insert(conn, rows)
+        while low < high:
+            rows = take()  # the first read before the transaction (others wait on it only while it inserts)
+            with _writing(conn):  # a few batches per transaction: each commit costs FTS5 a segment
+                written = 0
+                while True:
+                    _insert(conn, rows)
+                    written += rows.size
                     stats.read_full += len(rows.files)
                     stats.bytes_read += sum(row[2] for row in rows.files)
                     stats.messages += rows.messages_added
-                    files += rows.count
-                    session, message = rows.next_session, rows.next_message
                     done += rows.size
                     if progress is not None:
                         progress(done, total)
-                return done
-            except worker.Lost:  # the worker died: the rest here
-                batches = read_new(items[files:], session, message)
+                    if low >= high or written >= COMMIT_BYTES:
+                        break
+                    rows = take()
+        return done
     finally:
         if stream is not None:
             stream.close()  # ends the worker if it still runs

@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -376,6 +377,50 @@ def test_a_worker_process_builds_the_same_index(env: Env, monkeypatch: pytest.Mo
     conn.close()
     hits = invoke("search", "zz00149marker", "--all", "--json", "--role", "user")
     assert [json.loads(line)["path"] for line in hits.stdout.splitlines()] == [str(made[149].path)]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker process is forked")
+def test_the_command_reads_batches_itself_while_the_worker_is_behind(env: Env, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker reads from the first batch on, the command from the last one back whenever the
+    worker's next is not ready: here the worker starts only once the command has read one, so both
+    read some, and the index is the one a single process builds."""
+    made = corpus(env.sessions, 200)  # 5 batches of 40
+    expected = _one_process(env.sessions)
+    started = _with_worker(monkeypatch)
+    parent = os.getpid()
+    mine: list[int] = []
+    theirs = tmp_path / "theirs"
+    read_new = catalog.read_new
+
+    def behind(items, session, message):  # noqa: ANN001, ANN202
+        if os.getpid() == parent:
+            mine.append(len(items))
+            (tmp_path / "mine").touch()
+        else:
+            for _ in range(6000):  # the worker waits for the command's first batch (a minute at most)
+                if (tmp_path / "mine").exists():
+                    break
+                time.sleep(0.01)
+        for rows in read_new(items, session, message):
+            if os.getpid() != parent:
+                with theirs.open("a") as fp:
+                    fp.write(f"{rows.count}\n")
+            yield rows
+
+    monkeypatch.setattr(catalog, "read_new", behind)
+    result = invoke("index")
+    assert result.exit_code == 0, result.output
+    assert "200 session files (200 read" in result.stdout
+    assert started == [1]  # one worker, no second attempt (a batch inserted twice would collide)
+    assert 1 <= len(mine) <= 4 and set(mine) == {40}  # the last batch at least, each read on its own
+    assert theirs.read_text().split()[:1] == ["40"]  # the first batch always comes from the worker
+    conn = sqlite3.connect(env.home / "index.sqlite")
+    assert dump(conn) == expected
+    conn.close()
+    for i in (0, 199):
+        hits = invoke("search", f"zz{i:05d}marker", "--all", "--json", "--role", "user")
+        assert [json.loads(line)["path"] for line in hits.stdout.splitlines()] == [str(made[i].path)]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker process is forked")
