@@ -16,24 +16,17 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from harnesskit.agent.events import (
-    AgentEnd,
-    Event,
-    MessageEnd,
-    TextDelta,
-    ThinkingDelta,
-    ToolCall,
-    ToolResult,
-    TurnEnd,
-    TurnStart,
-)
 from harnesskit.agent.messages import text_of
 from harnesskit.text import one_line, visible
 
+if TYPE_CHECKING:
+    from harnesskit.agent.events import Event
+# the event classes are imported where events are shown: every command prints through `echo`, and
+# their dataclasses cost a `list` ~4 ms of start-up
 COLOR_CHOICES = ("auto", "always", "never")
 
 
@@ -62,6 +55,17 @@ def use_color(choice: str, stream: IO[str]) -> bool:
 
 def event_json(event: Event) -> dict[str, Any]:
     """An agent event as one JSON object (`chat --json`), named as pi's json mode names them."""
+    from harnesskit.agent.events import (
+        AgentEnd,
+        MessageEnd,
+        TextDelta,
+        ThinkingDelta,
+        ToolCall,
+        ToolResult,
+        TurnEnd,
+        TurnStart,
+    )
+
     if isinstance(event, TurnStart):
         return {"type": "turn_start", "turn": event.turn}
     if isinstance(event, TextDelta):
@@ -155,6 +159,8 @@ class Screen:
 
     def show(self, event: Event) -> None:
         """One agent event: JSON Lines with --json, else the answer streamed and the tools noted."""
+        from harnesskit.agent.events import MessageEnd, TextDelta, ToolCall, ToolResult, TurnEnd, TurnStart
+
         if isinstance(event, TurnStart):
             if self.spinner is not None:
                 self.spinner.start()

@@ -19,6 +19,7 @@ AND/OR/NOT, NEAR) passes through unchanged.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import hashlib
 import os
@@ -26,8 +27,9 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
+from stat import S_ISREG
 from typing import TypeVar
 
 import orjson
@@ -459,14 +461,19 @@ def _listing(source: Source) -> tuple | None:
 
 
 _CJK = "\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f"
-_CJK_PAIR = re.compile(f"(?<=[{_CJK}])(?=[{_CJK}])")
-_CJK_RUN = re.compile(f"[{_CJK}]+")
 ZWSP = "\u200b"  # not a letter or number: unicode61 splits tokens there
+
+
+@functools.cache
+def _cjk() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(between two CJK characters, a CJK run): compiled when first needed, not at import (~5 ms
+    of every `list`, which never needs them)."""
+    return re.compile(f"(?<=[{_CJK}])(?=[{_CJK}])"), re.compile(f"[{_CJK}]+")
 
 
 def segment(text: str) -> str:
     """Text as indexed: a zero-width space between CJK characters, so each is a token."""
-    return _CJK_PAIR.sub(ZWSP, text)
+    return _cjk()[0].sub(ZWSP, text)
 
 
 def fts_query(query: str) -> str:
@@ -477,7 +484,7 @@ def fts_query(query: str) -> str:
         if i % 2:  # inside a phrase
             parts[i] = segment(part)
         else:
-            parts[i] = _CJK_RUN.sub(lambda m: '"' + " ".join(m.group()) + '"', part)
+            parts[i] = _cjk()[1].sub(lambda m: '"' + " ".join(m.group()) + '"', part)
     return '"'.join(parts)
 
 
@@ -711,15 +718,30 @@ def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: i
     order, as `list` shows them, the index first brought up to date for them (as `update` does, in
     the same pass over the files). The texts are fetched for the sessions shown only.
 
+    Each directory is checked in one step first (`_unchanged`: one stat per file, compared with its
+    rows all at once); only one where anything differs goes through `_compare` and `_apply`.
+
     None when the index cannot say what `list` would: a file it passes over (a name that is no
     UTF-8), or one of a legacy dialect (read migrated, where `list` reads the lines as they are)."""
-    directories = [os.fspath(d) for d in directories]
+    directories = list(dict.fromkeys(os.fspath(d) for d in directories))
 
     def step(bulk: bool) -> tuple[list[tuple], list[tuple[Source, os.stat_result]], UpdateStats]:
-        known = _by_path([row for directory in directories for row in _under(conn, _KEY, directory)])
+        files: list[tuple] = []
+        changed: list[tuple] = []
+        changed_dirs = []
+        for directory in directories:
+            rows = _under(conn, _KEY, directory)
+            if _unchanged(directory, rows):
+                files += rows
+            else:
+                changed += rows
+                changed_dirs.append(directory)
         stats = UpdateStats()
-        files, work, gone = _compare(known, directories, [], stats)
-        _apply(conn, work, gone, progress, stats, bulk)
+        work: list[tuple[Source, os.stat_result]] = []
+        if changed_dirs:
+            kept, work, gone = _compare(_by_path(changed), changed_dirs, [], stats)
+            files += kept
+            _apply(conn, work, gone, progress, stats, bulk)
         return files, work, stats
 
     files, work, stats = _retried(step)
@@ -785,6 +807,33 @@ def harness_listed(conn: sqlite3.Connection, harness: str, where: str, paths: li
     sql, args = (_HARNESS_LISTED, bounds) if cwd is None else (_HARNESS_LISTED + " AND s.list_cwd = ?", (*bounds, cwd))
     return [(path, mtime_ns // 1_000_000_000 + mtime_ns % 1_000_000_000 * 1e-9, *shown)
             for path, mtime_ns, *shown in conn.execute(sql, args) if path in wanted]
+
+
+def _unchanged(directory: str, rows: list[tuple]) -> bool:
+    """Whether the `*.jsonl` files directly in `directory` are exactly those of its `_KEY` rows, each
+    a regular file with its row's size, mtime, ctime and inode, indexed as pi's: what `_compare`
+    finds when nothing changed, with one stat per file and no Python per file. False whenever
+    anything differs or cannot be told (an unreadable directory, a file gone meanwhile): `_compare`
+    then says what."""
+    prefix = os.path.join(directory, "")
+    try:
+        paths = [prefix + name for name in os.listdir(directory) if name.endswith(".jsonl")]
+    except OSError:
+        return False
+    if len(paths) != len(rows) or not all(map("pi".__eq__, map(_HARNESS, rows))):
+        return False
+    try:
+        found = list(map(os.stat, paths))  # as DirEntry.is_file and .stat see a file: symlinks followed
+    except OSError:
+        return False
+    return (all(map(S_ISREG, map(_MODE, found)))
+            and dict(zip(paths, map(_STAT_OF, found), strict=True))
+            == dict(zip(map(_first, rows), map(_STAT_KEY, rows), strict=True)))
+
+
+_MODE = attrgetter("st_mode")
+_STAT_OF = attrgetter("st_size", "st_mtime_ns", "st_ctime_ns", "st_ino")
+_STAT_KEY, _HARNESS = itemgetter(1, 2, 3, 4), itemgetter(5)  # of a _KEY row
 
 
 def _apply(conn: sqlite3.Connection, work: list[tuple[Source, os.stat_result]], gone: list[str],

@@ -304,3 +304,38 @@ def test_index_of_a_named_file_that_is_gone_drops_it(env: Env) -> None:
     conn.close()
     assert str(gone) not in paths and str(gone) not in names
     assert str(kept) in paths and str(made[2].path) in paths  # the others stay: a partial update
+
+
+def test_what_is_no_plain_session_file_is_seen_alike_with_and_without_the_index(
+        env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The no-change check takes a directory whole only when every `*.jsonl` in it is a regular file
+    its row describes: a directory named like a session, a dangling link, a link to a session, and
+    one made or removed later all list as they do without the index."""
+    made, directory = corpus_here(env)
+    (directory / "folder.jsonl").mkdir()
+    (directory / "dangling.jsonl").symlink_to(directory / "nowhere")
+    assert invoke("index", "-q").exit_code == 0
+    same_both_ways(env, monkeypatch)
+    same_both_ways(env, monkeypatch)  # nothing changed: the directory is taken whole
+    mine = [m for m in made if m.cwd == os.getcwd() and m.lines[1:]]
+    (directory / "linked.jsonl").symlink_to(mine[0].path)
+    assert str(directory / "linked.jsonl") in same_both_ways(env, monkeypatch, from_index=False)[("--json",)]
+    same_both_ways(env, monkeypatch)
+    (directory / "dangling.jsonl").unlink()
+    (directory / "dangling.jsonl").symlink_to(mine[1].path)  # the dangling link now leads to a session
+    assert str(directory / "dangling.jsonl") in same_both_ways(env, monkeypatch, from_index=False)[("--json",)]
+    (directory / "folder.jsonl").rmdir()
+    (directory / "linked.jsonl").unlink()
+    listed = same_both_ways(env, monkeypatch)
+    assert str(directory / "linked.jsonl") not in listed[("--json",)]
+
+
+def test_listing_compiles_no_search_pattern(env: Env) -> None:
+    """The CJK patterns of search are compiled when a search needs them, not by a listing."""
+    corpus_here(env)
+    assert invoke("index", "-q").exit_code == 0
+    catalog._cjk.cache_clear()
+    assert invoke("list", "--all").exit_code == 0
+    assert catalog._cjk.cache_info().currsize == 0
+    assert catalog.segment("你好") == "你\u200b好"
+    assert catalog._cjk.cache_info().currsize == 1

@@ -95,3 +95,16 @@ def test_chat_p_without_a_session_loads_no_reader_of_files(env: Env) -> None:
                           "harnesskit.cli.table", "harnesskit.cli.slash", "harnesskit.session.compaction",
                           "hashlib", "secrets"}
     assert not list(env.tmp.rglob("*.jsonl"))
+
+
+def test_list_from_the_index_imports_no_agent(env: Env) -> None:
+    """`list` prints through the screen module but shows no agent event: the events' dataclasses
+    (milliseconds of every listing) stay unloaded."""
+    session = env.home / "sessions" / "--here--" / "s.jsonl"
+    session.parent.mkdir(parents=True)
+    shutil.copy(FIXTURES / "s01_new.jsonl", session)
+    assert modules_after(env, "index", "-q")[0] == 0
+    code, modules = modules_after(env, "list", "--all")
+    assert code == 0
+    assert "harnesskit.session.catalog" in modules  # it did read the index
+    assert not modules & {"harnesskit.agent.events", "harnesskit.agent.loop", "openai"}
