@@ -13,7 +13,7 @@ import os
 import socket
 import tempfile
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harnesskit.session.catalog import _INT64, json_text, storable
+from harnesskit.session.catalog import _INT64, UsageRow, _cost, json_text, storable
 from harnesskit.session.catalog import count as int64
 from harnesskit.session.format import session_name
 from harnesskit.session.migrate import iso_to_ms
@@ -151,6 +151,7 @@ class ExportStats:
     messages: int = 0
     files: list[Path] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # files that are no session we read, with why
+    workers: int = 0  # processes started for the second halves of big files (each one's parts numbered)
 
 
 def export_id() -> str:
@@ -275,7 +276,8 @@ def _export_one(path: Path, out: Path, tables: dict[str, _Table], stats: ExportS
         cut = split_point(fp, fp.tell())
         if cut is None:
             return None
-        part = f"{stats.export_id}-{len(workers) + 1}"
+        stats.workers += 1
+        part = f"{stats.export_id}-{stats.workers}"
         events = tempfile.TemporaryFile(dir=out)  # unnamed: nothing is left of it, however this ends
         own: list[tuple[Path, Path]] = [(out / n / f".part-{part}.parquet.tmp", out / n / f"part-{part}.parquet")
                                          for n in _WORKER_TABLES]
@@ -348,7 +350,7 @@ def _work(path: Path, cut: int, header_line: int, sid: str | None, out: Path, pa
         tables = _open_tables(out, _WORKER_TABLES, part, _pool(), temps)
         number, entries = tail(path, cut, lambda d: emit(("w", d)))
         first = number - header_line
-        count, messages, name = _fill(entries, tables, str(path), sid, first,
+        count, messages, name = _fill(_while_parent(entries, os.getppid()), tables, str(path), sid, first,
                                       lambda call_id, call: emit(("c", call_id, call)),
                                       lambda call_id, rid, err: emit(("r", call_id, rid, err)), _UNNAMED)
         for table in tables.values():
@@ -359,7 +361,19 @@ def _work(path: Path, cut: int, header_line: int, sid: str | None, out: Path, pa
         events.flush()
         conn.send(("done", first, count, messages, name is not _UNNAMED, None if name is _UNNAMED else name))
     except BaseException as error:  # noqa: BLE001 - the parent reads this half itself
-        conn.send(("failed", repr(error)))
+        try:
+            conn.send(("failed", repr(error)))
+        except OSError:  # the parent is gone
+            pass
+
+
+def _while_parent(entries: Iterable[tuple], parent: int) -> Iterator[tuple]:
+    """The entries, as long as the process that forked this one lives (killed, it takes up nothing
+    of this one's work: its part files stay temporary, so this one need not finish them)."""
+    for number, item in enumerate(entries):
+        if not number & 4095 and os.getppid() != parent:
+            raise SystemExit(1)
+        yield item
 
 
 def _replay(events: BinaryIO, calls: _Table, on_call: Callable, on_result: Callable,
@@ -461,18 +475,19 @@ def _fill(entries: Iterable[tuple[dict, bytes | None]], tables: dict[str, _Table
 
 def _usage_row(file: str, sid: str | None, entry_id: str | None, time_ms: int | None, message: dict,
                usage: dict) -> tuple:
-    from harnesskit.session.catalog import UsageRow, _cost
-
     get = usage.get
-    # int64() inlined for the common count (an int in range): this runs for every assistant message
-    counts = [n if n.__class__ is int and -_INT64 < n < _INT64 else int64(n)
-              for n in (get("input"), get("output"), get("cacheRead"), get("cacheWrite"))]
+    counts = [get("input"), get("output"), get("cacheRead"), get("cacheWrite")]
     total = get("totalTokens")
+    # int64() skipped for the common counts (ints in range): this runs for every assistant message
+    if not (all(n.__class__ is int for n in counts) and -_INT64 < min(counts) and max(counts) < _INT64):
+        counts = [int64(n) for n in counts]
     if total.__class__ is not int or not -_INT64 < total < _INT64:
         total = int64(total)
     total = total or sum(counts)
     own = _cost(usage, counts)
-    provider, model = _s(message.get("provider")), _s(message.get("model"))
+    provider, model = message.get("provider"), message.get("model")
+    provider = provider if provider.__class__ is str else _s(provider)
+    model = model if model.__class__ is str else _s(model)
     cost = own if own is not None else \
         message_cost(UsageRow(file, sid, None, "pi", entry_id, time_ms, provider, model, *counts, total, own))
     return (file, sid, entry_id, time_ms, provider, model, *counts, total, cost, own is not None)
