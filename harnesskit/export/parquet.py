@@ -59,6 +59,11 @@ _WRITERS = 2  # threads writing the tables (independent writers): encoding and z
 _DICTIONARY = ["file", "session_id", "harness", "cwd", "type", "role", "provider", "model", "stop_reason", "name",
                "export_id"]
 
+# min/max statistics (what lets a reader skip row groups) for every column but the long texts, whose
+# min and max no query filters on and which cost the writers a comparison of every value
+_STATISTICS = {table: [f.name for f in schema if f.name not in ("json", "text", "arguments")]
+               for table, schema in SCHEMA.items()}
+
 
 def _json_text(entry: dict) -> str:
     from harnesskit.session.writer import encode
@@ -168,8 +173,8 @@ def _open_tables(out: Path, names: Iterable[str], part: str, pool: ThreadPoolExe
         directory.mkdir(parents=True, exist_ok=True)
         temp = directory / f".part-{part}.parquet.tmp"
         temps.append((temp, directory / f"part-{part}.parquet"))
-        tables[name] = _Table(pq.ParquetWriter(temp, SCHEMA[name], compression=CODEC, use_dictionary=_DICTIONARY),
-                              SCHEMA[name], pool)
+        tables[name] = _Table(pq.ParquetWriter(temp, SCHEMA[name], compression=CODEC, use_dictionary=_DICTIONARY,
+                                               write_statistics=_STATISTICS[name]), SCHEMA[name], pool)
     return tables
 
 
