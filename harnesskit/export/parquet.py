@@ -1,7 +1,8 @@
 """Sessions as Parquet tables, for asking questions of many machines' sessions at once.
 
 Each export writes files of its own (`TABLE/part-<export id>.parquet` under the output directory,
-the id fresh each time) and never touches another's, so many machines can export in parallel into
+the id fresh each time, and `part-<export id>-<n>.parquet` for the second half of a big file, which
+a forked worker writes) and never touches another's, so many machines can export in parallel into
 one bucket and the directory of their outputs is one dataset. Rows are written in batches, so
 memory stays what one batch needs whatever the sessions' size. The schema is SCHEMA below; it is
 documented in the README, and columns are only ever added.
@@ -169,13 +170,17 @@ def _open_tables(out: Path, names: Iterable[str], part: str, pool: ThreadPoolExe
     files), each noted in `temps` with its final name before it exists."""
     tables: dict[str, _Table] = {}
     for name in names:
-        directory = out / name
-        directory.mkdir(parents=True, exist_ok=True)
-        temp = directory / f".part-{part}.parquet.tmp"
-        temps.append((temp, directory / f"part-{part}.parquet"))
+        (out / name).mkdir(parents=True, exist_ok=True)
+        temp, final = _part(out, name, part)
+        temps.append((temp, final))
         tables[name] = _Table(pq.ParquetWriter(temp, SCHEMA[name], compression=CODEC, use_dictionary=_DICTIONARY,
                                                write_statistics=_STATISTICS[name]), SCHEMA[name], pool)
     return tables
+
+
+def _part(out: Path, table: str, part: str) -> tuple[Path, Path]:
+    """A part file's name while it is written (a dot file, which readers skip) and when complete."""
+    return out / table / f".part-{part}.parquet.tmp", out / table / f"part-{part}.parquet"
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -248,8 +253,8 @@ class _Worker:
             temp.unlink(missing_ok=True)
 
     def result(self) -> tuple | None:
-        """(assumed position of the first entry, entries, messages, name) once the worker is done,
-        or None when it failed."""
+        """("done", position it gave its first entry, entries, messages, whether it named the
+        session, the name) once the worker is done, or None when it failed."""
         try:
             answer = self.conn.recv()
         except (EOFError, OSError):
@@ -284,8 +289,7 @@ def _export_one(path: Path, out: Path, tables: dict[str, _Table], stats: ExportS
         stats.workers += 1
         part = f"{stats.export_id}-{stats.workers}"
         events = tempfile.TemporaryFile(dir=out)  # unnamed: nothing is left of it, however this ends
-        own: list[tuple[Path, Path]] = [(out / n / f".part-{part}.parquet.tmp", out / n / f"part-{part}.parquet")
-                                         for n in _WORKER_TABLES]
+        own = [_part(out, table, part) for table in _WORKER_TABLES]
         started = fork_worker(_work, (path, cut, header_line, _s(header.get("id")), out, part, events), duplex=False)
         if started is None:
             events.close()
@@ -351,8 +355,7 @@ def _work(path: Path, cut: int, header_line: int, sid: str | None, out: Path, pa
                 pickle.dump(held, events, pickle.HIGHEST_PROTOCOL)
                 held.clear()
 
-        temps: list[tuple[Path, Path]] = []
-        tables = _open_tables(out, _WORKER_TABLES, part, _pool(), temps)
+        tables = _open_tables(out, _WORKER_TABLES, part, _pool(), [])  # the parent renames them
         number, entries = tail(path, cut, lambda d: emit(("w", d)))
         first = number - header_line
         count, messages, name = _fill(_while_parent(entries, os.getppid()), tables, str(path), sid, first,
