@@ -12,6 +12,7 @@ import base64
 import hashlib
 import html
 import importlib.resources
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
@@ -20,7 +21,7 @@ import orjson
 
 from harnesskit.session.format import is_header
 from harnesskit.session.loader import accept_header, load_session, no_header, open_binary
-from harnesskit.session.reader import Diagnostic, iter_lines, line_content, read_records
+from harnesskit.session.reader import Diagnostic, iter_lines, line_content, open_range, read_records
 from harnesskit.session.tree import Tree, build_context
 from harnesskit.text import escape_json, visible
 
@@ -59,11 +60,15 @@ def script_json(value: object) -> bytes:
     return _escape(data)
 
 
-def stream_entries(path: Path, warn: Callable[[Diagnostic], None]) -> tuple[dict, Iterator[tuple[dict, bytes | None]]]:
+def stream_entries(path: Path, warn: Callable[[Diagnostic], None],
+                   split: Callable[[BinaryIO, dict, int], int | None] | None = None,
+                   ) -> tuple[dict, Iterator[tuple[dict, bytes | None]]]:
     """The (v3) header and the entries of any session file the core reads, each with its line's JSON
     text as written (None where the entry is not the line: a migrated or converted one). A pi v3 file
     streams (memory does not grow with it); a legacy one, or another harness's, is read into the
-    core's entries in memory first. Raises SessionError."""
+    core's entries in memory first. `split(fp, header, its line)`, called for a streamed file once its
+    header is read (`fp` just after it), may return a line start where the entries are to stop (the
+    rest are another process's: see `tail`). Raises SessionError."""
     from harnesskit.session.formats import sniff
 
     if sniff(path) != "pi":
@@ -79,20 +84,44 @@ def stream_entries(path: Path, warn: Callable[[Diagnostic], None]) -> tuple[dict
             fp.close()
             return _loaded(path, warn)
         header = item.obj
-        return header, _rest(fp, item.line, warn)
+        end = split(fp, header, item.line) if split is not None else None
+        return header, _rest(fp, item.line, warn, end)
     size = path.stat().st_size
     fp.close()
     raise no_header(path, size, [])
 
 
-def _rest(fp: BinaryIO, number: int, warn: Callable[[Diagnostic], None]) -> Iterator[tuple[dict, bytes | None]]:
-    """The entries after the header line `number`: a line orjson reads as an entry is taken as it
-    is (its text as written); any other goes through the reader, for the reader's diagnostic. The
-    loop is every export's cost, so `line_content` and `is_header` are inlined for the common line."""
+def tail(path: Path, start: int, warn: Callable[[Diagnostic], None]) -> tuple[int, Iterator[tuple[dict, bytes | None]]]:
+    """The lines before `start` (a line start after a v3 header: see `stream_entries`' split) and
+    the entries from there on, numbered as one reading from the top numbers them."""
+    fp = open_binary(path)
+    number = count_lines(fp.fileno(), 0, start)
+    fp.seek(start)
+    return number, _rest(fp, number, warn)
+
+
+def count_lines(fd: int, start: int, stop: int) -> int:
+    """The newlines in bytes [start, stop) of `fd` (read by pread in blocks: memory stays small)."""
+    lines = 0
+    while start < stop:
+        block = os.pread(fd, min(1 << 20, stop - start), start)
+        if not block:
+            break
+        lines += block.count(b"\n")
+        start += len(block)
+    return lines
+
+
+def _rest(fp: BinaryIO, number: int, warn: Callable[[Diagnostic], None],
+          end: int | None = None) -> Iterator[tuple[dict, bytes | None]]:
+    """The entries after the header line `number` (up to byte `end`): a line orjson reads as an
+    entry is taken as it is (its text as written); any other goes through the reader, for the
+    reader's diagnostic. The loop is every export's cost, so `line_content` and `is_header` are
+    inlined for the common line."""
     loads, error = orjson.loads, orjson.JSONDecodeError
     with fp:
         offset = fp.tell()
-        for raw in fp:
+        for raw in fp if end is None else open_range(fp.fileno(), offset, end):
             number += 1
             if raw[-1:] == b"\n":
                 content = raw[:-2] if raw[-2:-1] == b"\r" else raw[:-1]

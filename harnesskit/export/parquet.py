@@ -1,7 +1,8 @@
 """Sessions as Parquet tables, for asking questions of many machines' sessions at once.
 
 Each export writes files of its own (`TABLE/part-<export id>.parquet` under the output directory,
-the id fresh each time) and never touches another's, so many machines can export in parallel into
+the id fresh each time, and `part-<export id>-<n>.parquet` for the second half of a big file, which
+a forked worker writes) and never touches another's, so many machines can export in parallel into
 one bucket and the directory of their outputs is one dataset. Rows are written in batches, so
 memory stays what one batch needs whatever the sessions' size. The schema is SCHEMA below; it is
 documented in the README, and columns are only ever added.
@@ -11,23 +12,30 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harnesskit.session.catalog import _INT64, json_text, storable
+from harnesskit.session.catalog import _INT64, UsageRow, _cost, json_text, storable
 from harnesskit.session.catalog import count as int64
 from harnesskit.session.format import session_name
 from harnesskit.session.migrate import iso_to_ms
 from harnesskit.session.reader import Diagnostic
+from harnesskit.session.split import reap
 from harnesskit.session.usage import message_cost
 
-from . import stream_entries
+from . import stream_entries, tail
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
 
 _S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
 SCHEMA: dict[str, pa.Schema] = {
@@ -46,10 +54,16 @@ SCHEMA: dict[str, pa.Schema] = {
                         ("total_tokens", _I), ("cost", _F), ("cost_recorded", _B)]),
 }
 BATCH_ROWS = 5_000  # rows held per table before they go out: entries' JSON is most of it
+CODEC = "snappy"  # the tables' compression: see the README (Parquet) for why
 _WRITERS = 2  # threads writing the tables (independent writers): encoding and zstd beside the reading
 # columns of few distinct values, dictionary-encoded; the others (ids, texts, JSON) gain nothing from it
 _DICTIONARY = ["file", "session_id", "harness", "cwd", "type", "role", "provider", "model", "stop_reason", "name",
                "export_id"]
+
+# min/max statistics (what lets a reader skip row groups) for every column but the long texts, whose
+# min and max no query filters on and which cost the writers a comparison of every value
+_STATISTICS = {table: [f.name for f in schema if f.name not in ("json", "text", "arguments")]
+               for table, schema in SCHEMA.items()}
 
 
 def _json_text(entry: dict) -> str:
@@ -143,10 +157,34 @@ class ExportStats:
     messages: int = 0
     files: list[Path] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # files that are no session we read, with why
+    workers: int = 0  # processes started for the second halves of big files (each one's parts numbered)
 
 
 def export_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def _open_tables(out: Path, names: Iterable[str], part: str, pool: ThreadPoolExecutor,
+                 temps: list[tuple[Path, Path]]) -> dict[str, _Table]:
+    """A writer per table into `TABLE/.part-<part>.parquet.tmp` (readers of the dataset skip dot
+    files), each noted in `temps` with its final name before it exists."""
+    tables: dict[str, _Table] = {}
+    for name in names:
+        (out / name).mkdir(parents=True, exist_ok=True)
+        temp, final = _part(out, name, part)
+        temps.append((temp, final))
+        tables[name] = _Table(pq.ParquetWriter(temp, SCHEMA[name], compression=CODEC, use_dictionary=_DICTIONARY,
+                                               write_statistics=_STATISTICS[name]), SCHEMA[name], pool)
+    return tables
+
+
+def _part(out: Path, table: str, part: str) -> tuple[Path, Path]:
+    """A part file's name while it is written (a dot file, which readers skip) and when complete."""
+    return out / table / f".part-{part}.parquet.tmp", out / table / f"part-{part}.parquet"
+
+
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(_WRITERS, thread_name_prefix="parquet")
 
 
 def write_dataset(paths: Iterable[Path], out: Path, warn: Callable[[Diagnostic], None]) -> ExportStats:
@@ -154,21 +192,14 @@ def write_dataset(paths: Iterable[Path], out: Path, warn: Callable[[Diagnostic],
     from harnesskit.session.loader import SessionError
 
     stats = ExportStats(export_id())
-    tables: dict[str, _Table] = {}
     temps: list[tuple[Path, Path]] = []
-    pool = ThreadPoolExecutor(_WRITERS, thread_name_prefix="parquet")
+    tables: dict[str, _Table] = {}
+    workers: list[_Worker] = []
     try:
-        for name, schema in SCHEMA.items():
-            directory = out / name
-            directory.mkdir(parents=True, exist_ok=True)
-            final = directory / f"part-{stats.export_id}.parquet"
-            temp = directory / f".part-{stats.export_id}.parquet.tmp"  # readers of the dataset skip dot files
-            temps.append((temp, final))
-            tables[name] = _Table(pq.ParquetWriter(temp, schema, compression="zstd", use_dictionary=_DICTIONARY),
-                                  schema, pool)
+        tables = _open_tables(out, SCHEMA, stats.export_id, _pool(), temps)
         for path in paths:
             try:
-                _export_one(path, tables, stats, warn)
+                _export_one(path, out, tables, stats, warn, temps, workers)
             except SessionError as error:
                 stats.skipped.append(str(error))
         for table in tables.values():
@@ -179,6 +210,8 @@ def write_dataset(paths: Iterable[Path], out: Path, warn: Callable[[Diagnostic],
             os.replace(temp, final)  # a dataset never shows half an export
             stats.files.append(final)
     except BaseException:
+        for worker in workers:
+            worker.stop()
         for table in tables.values():
             try:
                 table.close()
@@ -188,29 +221,207 @@ def write_dataset(paths: Iterable[Path], out: Path, warn: Callable[[Diagnostic],
             temp.unlink(missing_ok=True)
         raise
     finally:
-        pool.shutdown()
+        for table in tables.values():
+            table.pool.shutdown()
     return stats
 
 
-def _export_one(path: Path, tables: dict[str, _Table], stats: ExportStats, warn: Callable[[Diagnostic], None]) -> None:
-    """One session's rows. The loop is the export's cost, so it appends each entry's values to the
-    columns as they are (they are checked column by column at `_Table.flush`)."""
+# a tool call (file, session, entry, call id, name, arguments) waiting for its result
+_Call = tuple[str, str | None, str | None, str, str | None, str]
+_UNNAMED = object()  # no session_info in a worker's half named the session
+
+
+@dataclass
+class _Worker:
+    """A forked process exporting the entries from `cut` on into part files of its own (entries,
+    messages, usage: rows that depend on no earlier entry but for their position), while this one
+    exports the entries before it. Its positions assume every line before `cut` after the header is
+    an entry; it sends the tool calls, results and diagnostics of its half in order through the
+    unnamed file `events`, for this process to take them up as if it had read them itself."""
+
+    cut: int
+    conn: Connection
+    process: BaseProcess
+    events: BinaryIO
+    temps: list[tuple[Path, Path]]
+
+    def stop(self) -> None:
+        self.process.terminate()
+        reap(self.conn, self.process)
+        self.events.close()
+        for temp, _ in self.temps:
+            temp.unlink(missing_ok=True)
+
+    def result(self) -> tuple | None:
+        """("done", position it gave its first entry, entries, messages, whether it named the
+        session, the name) once the worker is done, or None when it failed."""
+        try:
+            answer = self.conn.recv()
+        except (EOFError, OSError):
+            return None
+        return answer if answer[0] == "done" else None
+
+
+def _export_one(path: Path, out: Path, tables: dict[str, _Table], stats: ExportStats,
+                warn: Callable[[Diagnostic], None], temps: list[tuple[Path, Path]], workers: list[_Worker]) -> None:
+    """One session's rows: the entries in this process, or (a big v3 file, two cores) the first
+    half here and the second in a forked `_Worker`, giving the rows one process gives."""
     from harnesskit.session.formats import sniff
 
     harness = sniff(path)
-    header, entries = stream_entries(path, warn)
     file = str(path)
+    split: list[_Worker] = []
+
+    def choose(fp: BinaryIO, header: dict, header_line: int) -> int | None:
+        from harnesskit.session.split import fork_worker, split_point, worth_splitting
+
+        if not worth_splitting(fp, fp.tell()):
+            return None
+        for table in tables.values():  # no thread may run across a fork: the writers' go
+            table.wait()
+        tables["entries"].pool.shutdown()
+        pool = _pool()
+        for table in tables.values():
+            table.pool = pool
+        cut = split_point(fp, fp.tell())
+        if cut is None:
+            return None
+        stats.workers += 1
+        part = f"{stats.export_id}-{stats.workers}"
+        events = tempfile.TemporaryFile(dir=out)  # unnamed: nothing is left of it, however this ends
+        own = [_part(out, table, part) for table in _WORKER_TABLES]
+        started = fork_worker(_work, (path, cut, header_line, _s(header.get("id")), out, part, events), duplex=False)
+        if started is None:
+            events.close()
+            return None
+        workers.append(_Worker(cut, *started, events, own))
+        split.append(workers[-1])
+        return cut
+
+    header, entries = stream_entries(path, warn, choose)
     sid = _s(header.get("id"))
-    pending_calls: dict[str, tuple] = {}  # tool calls waiting for their result, by call id
+    pending: dict[str, _Call] = {}  # tool calls waiting for their result, by call id
+    add_call = tables["tool_calls"].rows.append
+
+    def on_call(call_id: str, call: _Call) -> None:
+        pending[call_id] = call
+
+    def on_result(call_id: str, result_id: str | None, is_error: bool) -> None:
+        call = pending.pop(call_id, None)
+        if call is not None:
+            add_call((*call, result_id, is_error))
+
+    count, messages, name = _fill(entries, tables, file, sid, 0, on_call, on_result, None)
+    if split:
+        worker = split[0]
+        done = worker.result()
+        if done is not None and done[1] == count:
+            _replay(worker.events, tables["tool_calls"], on_call, on_result, warn)
+            worker.events.close()
+            reap(worker.conn, worker.process)
+            temps += worker.temps
+            count, messages = count + done[2], messages + done[3]
+            name = done[5] if done[4] else name
+        else:  # a line before the cut was no entry (or the worker failed): the rest is read here
+            worker.stop()
+            number, rest = tail(path, worker.cut, warn)
+            more, more_messages, name = _fill(rest, tables, file, sid, count, on_call, on_result, name)
+            count, messages = count + more, messages + more_messages
+        workers.remove(worker)
+    for call in pending.values():  # calls that never got a result
+        add_call((*call, None, None))
+    tables["sessions"].rows.append((file, harness, sid, _s(header.get("cwd")), name, iso_to_ms(header.get("timestamp")),
+                                    _s(header.get("parentSession")), count, messages, stats.export_id))
+    stats.sessions += 1
+    stats.entries += count
+    stats.messages += messages
+
+
+_WORKER_TABLES = ("entries", "messages", "usage")
+_EVENTS_AT_ONCE = 1_000
+
+
+def _work(path: Path, cut: int, header_line: int, sid: str | None, out: Path, part: str, events: BinaryIO,
+          conn: Connection) -> None:
+    """The forked half (see `_Worker`): export [cut, end) into its own part files, then answer."""
+    import pickle
+
+    try:
+        held: list[tuple] = []
+
+        def emit(event: tuple) -> None:
+            held.append(event)
+            if len(held) >= _EVENTS_AT_ONCE:
+                pickle.dump(held, events, pickle.HIGHEST_PROTOCOL)
+                held.clear()
+
+        tables = _open_tables(out, _WORKER_TABLES, part, _pool(), [])  # the parent renames them
+        number, entries = tail(path, cut, lambda d: emit(("w", d)))
+        first = number - header_line
+        count, messages, name = _fill(_while_parent(entries, os.getppid()), tables, str(path), sid, first,
+                                      lambda call_id, call: emit(("c", call_id, call)),
+                                      lambda call_id, rid, err: emit(("r", call_id, rid, err)), _UNNAMED)
+        for table in tables.values():
+            table.flush()
+        for table in tables.values():
+            table.close()
+        pickle.dump(held, events, pickle.HIGHEST_PROTOCOL)
+        events.flush()
+        conn.send(("done", first, count, messages, name is not _UNNAMED, None if name is _UNNAMED else name))
+    except BaseException as error:  # noqa: BLE001 - the parent reads this half itself
+        try:
+            conn.send(("failed", repr(error)))
+        except OSError:  # the parent is gone
+            pass
+
+
+def _while_parent(entries: Iterable[tuple], parent: int) -> Iterator[tuple]:
+    """The entries, as long as the process that forked this one lives (killed, it takes up nothing
+    of this one's work: its part files stay temporary, so this one need not finish them)."""
+    for number, item in enumerate(entries):
+        if not number & 4095 and os.getppid() != parent:
+            raise SystemExit(1)
+        yield item
+
+
+def _replay(events: BinaryIO, calls: _Table, on_call: Callable, on_result: Callable,
+            warn: Callable[[Diagnostic], None]) -> None:
+    """The worker's tool calls, results and diagnostics, taken up in its file order."""
+    import pickle
+
+    events.seek(0)
+    while True:
+        try:
+            held = pickle.load(events)
+        except EOFError:
+            return
+        for event in held:
+            kind = event[0]
+            if kind == "c":
+                on_call(event[1], event[2])
+            elif kind == "r":
+                on_result(event[1], event[2], event[3])
+            else:
+                warn(event[1])
+        if len(calls.rows) >= BATCH_ROWS:
+            calls.flush()
+
+
+def _fill(entries: Iterable[tuple[dict, bytes | None]], tables: dict[str, _Table], file: str, sid: str | None,
+          first: int, on_call: Callable[[str, _Call], None], on_result: Callable[[str, str | None, bool], None],
+          name: object) -> tuple[int, int, object]:
+    """The entries' rows (their positions from `first`), with each tool call and result handed to
+    `on_call`/`on_result` in file order; (entries, messages, the session's name after them). The
+    loop is the export's cost, so it appends each entry's values to the columns as they are (they
+    are checked column by column at `_Table.flush`)."""
     count = messages = 0
-    name = None
     # the two big tables' values go column by column (no tuple per row, no transposing them back)
     e_file, e_sid, e_position, e_id, e_parent, e_type, e_stamp, e_json = (c.append for c in tables["entries"].columns)
     m_file, m_sid, m_position, m_id, m_role, m_time, m_provider, m_model, m_stop, m_text = (
         c.append for c in tables["messages"].columns)
     held = tables["entries"].columns[0]
-    add_call, add_usage = tables["tool_calls"].rows.append, tables["usage"].rows.append
-    for position, (entry, raw) in enumerate(entries):
+    add_usage = tables["usage"].rows.append
+    for position, (entry, raw) in enumerate(entries, first):
         count += 1
         get = entry.get
         entry_id = get("id")
@@ -228,7 +439,7 @@ def _export_one(path: Path, tables: dict[str, _Table], stats: ExportStats, warn:
                 table.flush()
         if kind != "message":
             if kind == "session_info":
-                name = session_name(entry, name)
+                name = session_name(entry, name)  # type: ignore[arg-type]
             continue
         message = get("message")
         if message.__class__ is not dict:
@@ -259,38 +470,32 @@ def _export_one(path: Path, tables: dict[str, _Table], stats: ExportStats, warn:
                 for block in content:
                     if block.__class__ is dict and block.get("type") == "toolCall":
                         call_id = _s(block.get("id")) or ""
-                        pending_calls[call_id] = (file, sid, own_id, call_id, _s(block.get("name")),
-                                                  json_text(block.get("arguments")))
+                        on_call(call_id, (file, sid, own_id, call_id, _s(block.get("name")),
+                                          json_text(block.get("arguments"))))
             usage = message.get("usage")
             if usage.__class__ is dict:
                 add_usage(_usage_row(file, sid, own_id, time_ms, message, usage))
         elif role == "toolResult":
-            call = pending_calls.pop(_s(message.get("toolCallId")) or "", None)
-            if call is not None:
-                add_call((*call, entry_id if entry_id.__class__ is str else _s(entry_id), bool(message.get("isError"))))
-    for call in pending_calls.values():  # calls that never got a result
-        add_call((*call, None, None))
-    tables["sessions"].rows.append((file, harness, sid, _s(header.get("cwd")), name, iso_to_ms(header.get("timestamp")),
-                            _s(header.get("parentSession")), count, messages, stats.export_id))
-    stats.sessions += 1
-    stats.entries += count
-    stats.messages += messages
+            on_result(_s(message.get("toolCallId")) or "", entry_id if entry_id.__class__ is str else _s(entry_id),
+                      bool(message.get("isError")))
+    return count, messages, name
 
 
 def _usage_row(file: str, sid: str | None, entry_id: str | None, time_ms: int | None, message: dict,
                usage: dict) -> tuple:
-    from harnesskit.session.catalog import UsageRow, _cost
-
     get = usage.get
-    # int64() inlined for the common count (an int in range): this runs for every assistant message
-    counts = [n if n.__class__ is int and -_INT64 < n < _INT64 else int64(n)
-              for n in (get("input"), get("output"), get("cacheRead"), get("cacheWrite"))]
+    counts = [get("input"), get("output"), get("cacheRead"), get("cacheWrite")]
     total = get("totalTokens")
+    # int64() skipped for the common counts (ints in range): this runs for every assistant message
+    if not (all(n.__class__ is int for n in counts) and -_INT64 < min(counts) and max(counts) < _INT64):
+        counts = [int64(n) for n in counts]
     if total.__class__ is not int or not -_INT64 < total < _INT64:
         total = int64(total)
     total = total or sum(counts)
     own = _cost(usage, counts)
-    provider, model = _s(message.get("provider")), _s(message.get("model"))
+    provider, model = message.get("provider"), message.get("model")
+    provider = provider if provider.__class__ is str else _s(provider)
+    model = model if model.__class__ is str else _s(model)
     cost = own if own is not None else \
         message_cost(UsageRow(file, sid, None, "pi", entry_id, time_ms, provider, model, *counts, total, own))
     return (file, sid, entry_id, time_ms, provider, model, *counts, total, cost, own is not None)

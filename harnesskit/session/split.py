@@ -24,13 +24,10 @@ def split_point(fp: BinaryIO, start: int) -> int | None:
     be read by one process: small, not a regular file, one core, a threaded process that must not
     fork, or `HARNESSKIT_SPLIT=0` (`HARNESSKIT_SPLIT_MIN_BYTES=N` moves the threshold). Reads blocks
     with pread, so `fp` does not move and a huge line at the middle costs no memory."""
+    if not worth_splitting(fp, start) or threading.active_count() > 1:
+        return None
     fd = fp.fileno()
     info = os.fstat(fd)
-    setting = os.environ.get("HARNESSKIT_SPLIT_MIN_BYTES", "")
-    least = int(setting) if setting.isdigit() else SPLIT_MIN_BYTES
-    if (os.environ.get("HARNESSKIT_SPLIT") == "0" or not stat.S_ISREG(info.st_mode) or info.st_size - start < least
-            or (os.cpu_count() or 1) < 2 or threading.active_count() > 1):
-        return None
     middle = start + (info.st_size - start) // 2
     while True:
         block = os.pread(fd, 1 << 16, middle)
@@ -41,6 +38,16 @@ def split_point(fp: BinaryIO, start: int) -> int | None:
             cut = middle + newline + 1
             return cut if cut < info.st_size else None
         middle += len(block)
+
+
+def worth_splitting(fp: BinaryIO, start: int) -> bool:
+    """Whether [start, end of file) is worth a second process, threads aside (a caller running
+    threads can stop them first, and only when this says yes)."""
+    info = os.fstat(fp.fileno())
+    setting = os.environ.get("HARNESSKIT_SPLIT_MIN_BYTES", "")
+    least = int(setting) if setting.isdigit() else SPLIT_MIN_BYTES
+    return (os.environ.get("HARNESSKIT_SPLIT") != "0" and stat.S_ISREG(info.st_mode)
+            and info.st_size - start >= least and (os.cpu_count() or 1) >= 2)
 
 
 def fork_worker(target: Callable[..., None], args: tuple, duplex: bool) -> tuple[Connection, BaseProcess] | None:

@@ -200,3 +200,121 @@ def test_the_tables_do_not_depend_on_the_batch_size(env: Env, tmp_path: Path,
     assert whole["entries"].num_rows > 3000 and whole["tool_calls"].num_rows > 0
     for table in parquet.SCHEMA:
         assert small[table].equals(whole[table]), table
+
+
+def _line(entry_id: str, message: dict, kind: str = "message") -> str:
+    entry = {"type": kind, "id": entry_id, "parentId": None, "timestamp": "2026-01-01T00:00:01.000Z"}
+    if kind == "message":
+        entry["message"] = {"timestamp": 1767225601000, **message}
+    else:
+        entry.update(message)
+    return json.dumps(entry)
+
+
+def _crossing_session(path: Path, damaged_at: int | None = None) -> Path:
+    """A session whose middle every prefix-dependent column crosses: a tool call before the middle
+    answered after it, a call id used in both halves (the later call replaces the earlier one), a
+    result whose call is in the other half, a call never answered, names given in both halves, and a
+    damaged line in the second half; `damaged_at` puts another damaged line there."""
+    header = {"type": "session", "version": 3, "id": "cross", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}
+    lines = [json.dumps(header)]
+    special = {
+        20: _line("n1", {"name": " first "}, "session_info"),
+        30: _line("d1", {"role": "assistant", "content": [{"type": "toolCall", "id": "dup", "name": "ls",
+                                                          "arguments": {}}]}),
+        40: _line("a1", {"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "bash",
+                                                          "arguments": {"command": "ls"}}],
+                         "provider": "openai", "model": "gpt-4o", "usage": {"input": 3, "output": 4}}),
+        45: _line("u1", {"role": "assistant", "content": [{"type": "toolCall", "id": "never", "name": "read",
+                                                          "arguments": {}}]}),
+        55: _line("o1", {"role": "toolResult", "toolCallId": "none-such", "content": []}),
+        60: _line("r1", {"role": "toolResult", "toolCallId": "c1", "isError": True, "content": []}),
+        70: _line("d2", {"role": "assistant", "content": [{"type": "toolCall", "id": "dup", "name": "grep",
+                                                          "arguments": {}}]}),
+        75: '{"type":"message","id":"broken",',
+        80: _line("r2", {"role": "toolResult", "toolCallId": "dup", "content": []}),
+        85: _line("r3", {"role": "toolResult", "toolCallId": "dup", "content": []}),
+        90: _line("n2", {"name": "second"}, "session_info"),
+    }
+    if damaged_at is not None:
+        special[damaged_at] = "not json at all"
+    filler = {"role": "user", "content": [{"type": "text", "text": "x" * 50}]}
+    lines += [special.get(i) or _line(f"m{i}", filler) for i in range(1, 101)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _export_process(env: Env, sources: list[Path], dataset: Path, **environ: str) -> str:
+    out = subprocess.run([sys.executable, "-m", "harnesskit", "export", *map(str, sources), "--parquet", str(dataset)],
+                         env={**env.environ(**environ), "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stderr
+
+
+def _sorted_tables(dataset: Path) -> dict[str, object]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from harnesskit.export import parquet
+
+    out = {}
+    for table in parquet.SCHEMA:
+        data = pa.concat_tables([pq.read_table(p) for p in sorted((dataset / table).glob("part-*.parquet"))])
+        if table == "sessions":
+            data = data.drop_columns(["export_id"])
+        out[table] = data.sort_by([(c, "ascending") for c in data.column_names])
+    return out
+
+
+def test_a_big_file_in_two_processes_gives_the_rows_of_one(env: Env, tmp_path: Path) -> None:
+    """With a worker for the second half of every file (the threshold lowered to 1 byte), the
+    dataset holds exactly the rows one process writes, and stderr names the same skipped lines in
+    the same order; the worker's rows are part files of their own, complete or absent."""
+    from test_export import HOSTILE_LINES
+
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text("\n".join(HOSTILE_LINES) + "\n", encoding="utf-8")
+    generated = tmp_path / "generated.jsonl"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "generate.py"), "--entries", "3000",
+                    "--out", str(generated)], check=True, capture_output=True)
+    sources = [_crossing_session(tmp_path / "cross.jsonl"), generated, hostile,
+               _crossing_session(tmp_path / "early.jsonl", damaged_at=10), *[p for p in ALL_FIXTURES if p.exists()]]
+    one = _export_process(env, sources, tmp_path / "one", HARNESSKIT_SPLIT="0")
+    two = _export_process(env, sources, tmp_path / "two", HARNESSKIT_SPLIT_MIN_BYTES="1")
+    assert two == one and "line 76: " in one and "line 11: " in one
+    single, split = _sorted_tables(tmp_path / "one"), _sorted_tables(tmp_path / "two")
+    assert split["tool_calls"].num_rows >= 5 and split["sessions"].num_rows == len(sources)
+    for table in single:
+        assert split[table].equals(single[table]), table
+    cross = rows(tmp_path / "two", "SELECT name, entries, messages FROM sessions WHERE session_id = 'cross'"
+                 " ORDER BY entries")
+    assert cross == [{"name": "second", "entries": 98, "messages": 96},
+                     {"name": "second", "entries": 99, "messages": 97}]
+    calls = rows(tmp_path / "two", "SELECT call_id, name, result_entry_id, is_error FROM tool_calls"
+                 " WHERE session_id = 'cross' AND file LIKE '%cross.jsonl' ORDER BY call_id")
+    assert calls == [{"call_id": "c1", "name": "bash", "result_entry_id": "r1", "is_error": True},
+                     {"call_id": "dup", "name": "grep", "result_entry_id": "r2", "is_error": False},
+                     {"call_id": "never", "name": "read", "result_entry_id": None, "is_error": None}]
+    parts = {table: sorted(p.name for p in (tmp_path / "two" / table).iterdir()) for table in parquet_tables()}
+    assert len(parts["sessions"]) == len(parts["tool_calls"]) == 1  # the worker writes neither
+    assert len(parts["entries"]) >= 3 and parts["entries"] == parts["messages"] == parts["usage"]
+    assert all(name.startswith("part-") for names in parts.values() for name in names)  # no temporary file left
+
+
+def parquet_tables() -> list[str]:
+    from harnesskit.export import parquet
+
+    return list(parquet.SCHEMA)
+
+
+def test_a_damaged_first_half_is_read_in_one_process(env: Env, tmp_path: Path) -> None:
+    """The worker's positions assume every line before the cut is an entry; when one is not, its
+    files go and this process reads the second half itself (the rows are still one process's)."""
+    source = _crossing_session(tmp_path / "early.jsonl", damaged_at=10)
+    _export_process(env, [source], tmp_path / "two", HARNESSKIT_SPLIT_MIN_BYTES="1")
+    _export_process(env, [source], tmp_path / "one", HARNESSKIT_SPLIT="0")
+    assert all(len(list((tmp_path / "two" / t).iterdir())) == 1 for t in parquet_tables())
+    single, split = _sorted_tables(tmp_path / "one"), _sorted_tables(tmp_path / "two")
+    assert all(split[t].equals(single[t]) for t in single)
+    assert rows(tmp_path / "two", "SELECT max(position) AS last FROM entries") == [{"last": 97}]
