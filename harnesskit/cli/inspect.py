@@ -1,7 +1,9 @@
 """`harnesskit inspect`: a tabulated dump, tree, context or stats of any session file.
 
 The table and `--json` stream: each entry is printed as its line is read (the first row shows at
-once, memory stays that of one line). `--stats` streams too, keeping only the tree's columns.
+once, memory stays that of one line); a big v3 file is rendered by two processes taking turns by
+blocks (`session.interleave`, with `Carry` what one block leaves to the next). `--stats` streams
+too, keeping only the tree's columns.
 `--context`, `--tree` and `--leaf` need the tree first: they index the file as `continue` does
 (`index.load_for_continue`) and decode the entries they show one at a time, keeping none.
 """
