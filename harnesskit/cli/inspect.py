@@ -1,7 +1,9 @@
 """`harnesskit inspect`: a tabulated dump, tree, context or stats of any session file.
 
 The table and `--json` stream: each entry is printed as its line is read (the first row shows at
-once, memory stays that of one line). `--stats` streams too, keeping only the tree's columns.
+once, memory stays that of one line); a big v3 file is rendered by two processes taking turns by
+blocks (`session.interleave`, with `Carry` what one block leaves to the next). `--stats` streams
+too, keeping only the tree's columns.
 `--context`, `--tree` and `--leaf` need the tree first: they index the file as `continue` does
 (`index.load_for_continue`) and decode the entries they show one at a time, keeping none.
 """
@@ -12,11 +14,14 @@ import contextlib
 import gc
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import click
 import orjson
 
+from harnesskit.session import interleave
 from harnesskit.session.format import session_name
 from harnesskit.session.loader import Session, SessionError, load_session
 from harnesskit.session.migrate import iso_to_ms
@@ -28,7 +33,7 @@ from harnesskit.text import escape_json, visible
 
 from . import render, table
 from .errors import Fail
-from .output import chunked, emit
+from .output import Checked, chunked, emit
 from .progress import file_size, progress
 from .refs import open_for_reading, resolve_leaf, session_path, warn_diagnostic
 from .rows import COLUMNS, RIGHT, describe, entry_row, fit_line, header_line, label_of, shown
@@ -125,7 +130,7 @@ def inspect(file: str, show_tree: bool, leaf_ref: str | None, show_context: bool
 def _inspect(file: Path, show_tree: bool, leaf_ref: str | None, show_context: bool, show_stats: bool, fmt: str,
              as_json: bool, width: int | None, no_pager: bool, source: str | None, bars: contextlib.ExitStack) -> None:
     cols = None if as_json else (width or render.terminal_width())
-    lines: Iterable[str | bytes] | None = None
+    lines: Iterable[str | bytes | Checked] | None = None
     foreign = source not in (None, "pi") or (source is None and file.is_file() and _sniff(file) != "pi")
     if not foreign and show_tree and leaf_ref is None and not as_json and cols is not None and cols > 0:
         stream = _open_stream(file, bars)  # the whole tree of a v3 file: drawn from one read of it
@@ -207,12 +212,58 @@ def entries_layout(fmt: str, cols: int | None, line_width: int) -> table.Layout:
 
 
 
+@dataclass
+class Carry:
+    """What the rows of a run of entries leave to the rows after them: the table's last line (how many
+    entries, the last one's id, the session's name) and --json's last row, held back as it may be the
+    leaf's. One run is the whole file, or a block of it when two processes take turns
+    (`session.interleave`): a block's carry is then absorbed by the one before it."""
+
+    count: int = 0
+    leaf: object = None
+    named: bool = False  # a session_info with a string name was seen: `name` is the last one's
+    name: str | None = None
+    held: bytes = b""  # the last row, escaped, with "leaf": false
+    held_leaf: bytes = b""  # and with "leaf": true
+
+    def absorb(self, later: Carry) -> bytes:
+        """`later` follows: the held row, when later rows come (it was not the leaf's)."""
+        before = b""
+        if later.count:
+            before, self.held, self.held_leaf, self.leaf = self.held, later.held, later.held_leaf, later.leaf
+        self.count += later.count
+        if later.named:
+            self.named, self.name = True, later.name
+        return before
+
+
+def carried_rows(stream: Stream, body: interleave.Body, carry: Carry, watch: TreeWatch) -> Iterator[bytes]:
+    """The body's chunks of the whole stream: from two processes taking turns when the file is big and a
+    core is free, else from this one."""
+    warn = partial(warn_diagnostic, stream.path)
+    chunks = interleave.rows(stream, body, carry, Carry, watch, warn)
+    return body(stream.items(watch), carry, warn) if chunks is None else chunks
+
+
 def table_rows(stream: Stream, fmt: str, cols: int | None) -> Iterator[str | bytes]:
     yield fit_line(describe(stream.dialect, stream.header), cols)
     layout = entries_layout(fmt, cols, len(str(max(stream.size // 20, 1))))
-    room = layout.widths[4]
     yield from layout.head()
-    count, leaf, name = 0, None, None
+    carry, watch = Carry(), TreeWatch()
+    yield from carried_rows(stream, partial(table_body, layout), carry, watch)
+    tree_warnings(stream, watch)
+    yield from layout.end()
+    leaf, name = carry.leaf, carry.name
+    yield fit_line("  ".join([f"entries={carry.count}", f"leaf={leaf if isinstance(leaf, str) else '-'}",
+                              *([f"name={name!r}"] if name else [])]), cols)
+
+
+def table_body(layout: table.Layout, items: Iterable[tuple[int, dict, bytes] | Diagnostic], carry: Carry,
+               warn: Callable[[Diagnostic], None]) -> Iterator[bytes]:
+    """The table's rows of `items`, in chunks of encoded lines."""
+    fmt = layout.fmt
+    room = layout.widths[4]
+    count, leaf, name, named = carry.count, carry.leaf, carry.name, carry.named
     row, cells = layout.row, entry_row
     summary, kind_of, fit = render.entry_summary, render.entry_kind, table.fit_measured
     w0, w1, w2, w3, w4 = layout.widths
@@ -220,17 +271,17 @@ def table_rows(stream: Stream, fmt: str, cols: int | None) -> Iterator[str | byt
     template = layout.template() if fmt in ("simple", "plain", "github", "psql") else None
     boxed = fmt in ("github", "psql")
     out: list[str] = []
-    size = 1  # the first rows go at once, then in bigger and bigger chunks
-    watch = TreeWatch()
-    for item in stream.items(watch):  # entries_of, inline
+    size = 1 if count == 0 else 1024  # the first rows go at once, then in bigger and bigger chunks
+    for item in items:
         if type(item) is Diagnostic:
-            warn_diagnostic(stream.path, item)
+            warn(item)
             continue
         line, entry, _ = item  # type: ignore[misc]
         count += 1
         leaf = entry.get("id")
         if entry["type"] == "session_info":
             name = session_name(entry, name)
+            named = named or isinstance(entry.get("name"), str)
         entry_id, parent = entry.get("id"), entry.get("parentId")
         c1 = entry_id if entry_id.__class__ is str else "-"
         c2 = parent if parent.__class__ is str else "-"
@@ -250,10 +301,7 @@ def table_rows(stream: Stream, fmt: str, cols: int | None) -> Iterator[str | byt
             size = min(2 * size, 1024)
     if out:
         yield _text_chunk(out)
-    tree_warnings(stream, watch)
-    yield from layout.end()
-    yield fit_line("  ".join([f"entries={count}", f"leaf={leaf if isinstance(leaf, str) else '-'}",
-                          *([f"name={name!r}"] if name else [])]), cols)
+    carry.count, carry.leaf, carry.name, carry.named = count, leaf, name, named
 
 
 def _text_chunk(rows: list[str]) -> bytes:
@@ -261,7 +309,7 @@ def _text_chunk(rows: list[str]) -> bytes:
     return "\n".join(rows).encode()
 
 
-def json_rows(stream: Stream) -> Iterator[str | bytes]:
+def json_rows(stream: Stream) -> Iterator[str | bytes | Checked]:
     yield render.json_line({"kind": "header", "line": stream.header_record.line, "dialect": str(stream.dialect),
                             "header": stream.header})
     if stream.dialect.legacy:  # migrated entries are encoded again, row by row
@@ -276,17 +324,29 @@ def json_rows(stream: Stream) -> Iterator[str | bytes]:
     yield from raw_json_chunks(stream)
 
 
-def raw_json_chunks(stream: Stream) -> Iterator[bytes]:
+def raw_json_chunks(stream: Stream) -> Iterator[bytes | Checked]:
     """The rows of v3 entries in chunks of encoded lines: each entry is its line as written (exact JSON,
     not encoded again), after a head encoded by orjson; DEL and C1 as escapes (see `escape_json`)."""
+    carry, watch = Carry(), TreeWatch()
+    for chunk in carried_rows(stream, json_body, carry, watch):
+        # valid JSON has no raw control byte but whitespace: of what the guard of `emit` changes, only a
+        # CR between tokens (DEL and C1 are escaped), so a chunk without one skips its pass over every byte
+        yield chunk if b"\r" in chunk else Checked(chunk)
+    if carry.count:
+        yield carry.held_leaf
+    tree_warnings(stream, watch)
+
+
+def json_body(items: Iterable[tuple[int, dict, bytes] | Diagnostic], carry: Carry,
+              warn: Callable[[Diagnostic], None]) -> Iterator[bytes]:
+    """raw_json_chunks' rows of `items`, the last one held back in `carry` (it may be the leaf's)."""
     dumps, summary, cut = orjson.dumps, render.entry_summary, table.fit
-    out: list[bytes] = []
-    size = 1  # the first rows go at once, then in bigger and bigger chunks
+    out: list[bytes] = [carry.held] if carry.count else []  # the last row waits: it may be the leaf
+    size = 1 if carry.count == 0 else 256  # the first rows go at once, then in bigger and bigger chunks
     last: tuple[int, dict, bytes] | None = None
-    watch = TreeWatch()
-    for item in stream.items(watch):  # entries_of, inline
+    for item in items:
         if type(item) is Diagnostic:
-            warn_diagnostic(stream.path, item)
+            warn(item)
             continue
         last = item  # type: ignore[assignment]
         line, entry, content = item  # type: ignore[misc]
@@ -307,9 +367,13 @@ def raw_json_chunks(stream: Stream) -> Iterator[bytes]:
             del out[:-1]
             size = min(2 * size, 256)  # rows of about a kilobyte: chunks of a few hundred KB
     if last is not None:
-        out[-1:] = [json_text(last, True, True).encode() + b"\n"]
+        carry.count += 1  # (rows were made: the held one is not the leaf's; the count is the table's)
+        carry.held, carry.held_leaf = _json_chunk(out[-1:]), _json_chunk([json_text(last, True, True).encode() + b"\n"])
+        del out[-1:]
+    elif out:
+        del out[-1:]  # the held row, still held
+    if out:
         yield _json_chunk(out)
-    tree_warnings(stream, watch)
 
 
 def _json_chunk(rows: list[bytes]) -> bytes:

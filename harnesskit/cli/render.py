@@ -41,8 +41,12 @@ def blocks_text(content: object, limit: int | None = None) -> str:
         block = content[0]
         if block.__class__ is dict and block.get("type") == "text":
             text = block.get("text", "")
-            if text.__class__ is str and (limit is None or len(text) <= limit + 8):
-                return " ".join(text.split())
+            if text.__class__ is str:
+                if limit is None or len(text) <= limit + 8:
+                    return " ".join(text.split())
+                head = " ".join(text[: limit + 8].split())  # one_line's first try, without the call
+                if len(head) > limit:
+                    return head
             return one_line(str(text), limit)
     if isinstance(content, str):
         return one_line(content, limit)

@@ -37,6 +37,10 @@ def char_width(ch: str) -> int:
 def display_width(text: str) -> int:
     if text.isascii():
         return len(text)
+    first = _NOT_ASCII.search(text).start()  # type: ignore[union-attr]
+    if text[first + 1:].isascii():  # one character beyond ASCII (a summary's arrow): no list, no set
+        ch = text[first]
+        return len(text) if ch < "\u0300" or ch in _NARROW else len(text) - 1 + char_width(ch)
     others = _NOT_ASCII.findall(text)  # found in C: the ASCII majority costs nothing here
     if max(others) < "\u0300" or _NARROW.issuperset(others):  # (below the combining marks: one column each)
         return len(text)

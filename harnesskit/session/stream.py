@@ -69,6 +69,7 @@ class Stream:
             offset = self._offset
             seen = watch._seen if watch is not None else set()
             remember, last, suspect = seen.add, None, False
+            outside = watch.outside if watch is not None else None
             number = self._next_line - 1
             for number, raw in enumerate(fp, self._next_line):
                 size = len(raw)
@@ -88,7 +89,10 @@ class Stream:
                         entry_id, parent = entry.get("id"), entry.get("parentId")
                         if parent is not None and (parent != last or type(parent) is not str) and \
                                 type(parent) is str and _key(parent) not in seen:
-                            suspect = watch.suspect = True
+                            if outside is None:
+                                suspect = watch.suspect = True
+                            else:  # maybe an id of an earlier block, which another process read
+                                outside.append(_key(parent))
                         if type(entry_id) is str:
                             key = int(entry_id, 16) if len(entry_id) == 8 and not entry_id.strip(_HEX) else entry_id
                             if not suspect and key in seen:
@@ -162,18 +166,24 @@ def open_stream(path: str | os.PathLike[str], on_progress: Callable[[int], None]
 class TreeWatch:
     """Whether the tree of a streamed session has a diagnostic, decided without keeping the entries:
     with every parentId naming an earlier entry and no id twice, there is no duplicate, no dangling
-    parentId and no cycle (every link points back)."""
+    parentId and no cycle (every link points back). `absorb` adds a later block's watch."""
 
-    def __init__(self) -> None:
+    def __init__(self, block: bool = False) -> None:
         self._seen: set[int | str] = set()
         self._last: object = None
         self.suspect = False
+        # a block of a file read by two processes: a parentId not seen in it is kept here for the
+        # merge to look up among the earlier blocks' ids (`suspect` then means a duplicate id)
+        self.outside: list[int | str] | None = [] if block else None
 
     def add(self, entry_id: object, parent: object) -> None:
         seen = self._seen
         if parent is not None and (parent != self._last or type(parent) is not str):
             if type(parent) is str and _key(parent) not in seen:  # (a non-string parentId is a root's)
-                self.suspect = True
+                if self.outside is None:
+                    self.suspect = True
+                else:
+                    self.outside.append(_key(parent))
         if type(entry_id) is str:
             key = _key(entry_id)
             if key in seen:
@@ -182,6 +192,14 @@ class TreeWatch:
             self._last = entry_id
         else:
             self._last = None
+
+
+    def absorb(self, block: TreeWatch) -> None:
+        """The block that follows everything seen so far (watched with `TreeWatch(block=True)`)."""
+        seen = self._seen
+        if block.suspect or not seen.isdisjoint(block._seen) or any(k not in seen for k in block.outside or ()):
+            self.suspect = True
+        seen |= block._seen
 
 
 _HEX = "0123456789abcdef"
