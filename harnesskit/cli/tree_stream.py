@@ -168,20 +168,21 @@ def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagno
         report, start = stream.on_progress, stream._offset
         scale = (stream.size - start) / max(cut - start, 1)
         first = replace(stream, on_progress=lambda position: report(start + int((position - start) * scale)))
-    mine = first.part(stream._offset, cut, stream._next_line, with_before=True)
-    columns = collect(mine.items(), width, Columns(), on_diagnostic)
-    base = mine.next_line - 1
     theirs = Columns()
     diagnostics: list[Diagnostic] | None = None
-    try:
-        while diagnostics is None:
-            message = pickle.loads(here.recv_bytes())
-            if type(message) is list:  # the last: the worker's diagnostics
-                diagnostics = message
-            else:
-                theirs.extend(message, 0)
-    except (EOFError, OSError, pickle.UnpicklingError):  # the worker died: read its half here
-        pass
+    try:  # (Ctrl-C reaches both processes: each stops, and the worker is reaped here)
+        mine = first.part(stream._offset, cut, stream._next_line, with_before=True)
+        columns = collect(mine.items(), width, Columns(), on_diagnostic)
+        base = mine.next_line - 1
+        try:
+            while diagnostics is None:
+                message = pickle.loads(here.recv_bytes())
+                if type(message) is list:  # the last: the worker's diagnostics
+                    diagnostics = message
+                else:
+                    theirs.extend(message, 0)
+        except (EOFError, OSError, pickle.UnpicklingError):  # the worker died: read its half here
+            pass
     finally:
         split.reap(here, worker)
     if diagnostics is None:
