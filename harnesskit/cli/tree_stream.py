@@ -52,7 +52,7 @@ class Columns:
     parents: list[str | None] = field(default_factory=list)
     lines: array = field(default_factory=lambda: array("q"))
     stamps: array = field(default_factory=lambda: array("q"))
-    bodies: list[str] = field(default_factory=list)
+    bodies: list[bytes] = field(default_factory=list)  # UTF-8: half the memory of a str with one arrow in it
     marks_at: array = field(default_factory=lambda: array("l"))  # where " [label] ← leaf" goes in the body
     slow: bytearray = field(default_factory=bytearray)  # 1: cut with table.fit (not all one-column characters)
     labels: dict[str, str | None] = field(default_factory=dict)  # target -> its last label (None: cleared)
@@ -74,12 +74,23 @@ class Columns:
             self.name = later.name
 
 
+_WIDE_OR_ZERO: set[str] = set()  # characters met so far that do not take one column (table._NARROW: those that do)
+
+
 def _narrow(text: str) -> bool:
     """Every character takes one column (as table.fit measures): a cut is a slice."""
     if not text.isprintable():
         return False
     others = _NOT_ASCII.findall(text)
-    return _NARROW.issuperset(others) or all(char_width(c) == 1 for c in set(others))  # (char_width fills _NARROW)
+    if _NARROW.issuperset(others):
+        return True
+    if not _WIDE_OR_ZERO.isdisjoint(others):
+        return False
+    for c in set(others):
+        if char_width(c) != 1:  # (char_width fills _NARROW with the others)
+            _WIDE_OR_ZERO.add(c)
+            return False
+    return True
 
 
 def collect(items: Iterable[tuple[int, dict, bytes] | Diagnostic], width: int, into: Columns,
@@ -127,7 +138,7 @@ def collect(items: Iterable[tuple[int, dict, bytes] | Diagnostic], width: int, i
         shown_id = entry_id or "?"
         head = f"{shown_id if shown_id.isprintable() else visible(shown_id)} {known}"
         body = f"{head}: {visible(summary(entry, width))[:max(room, 0)]}"
-        bodies.append(body)
+        bodies.append(body.encode())  # (`visible` left no lone surrogate)
         marks_at.append(len(head))
         slow.append(0 if (body.isprintable() if body.isascii() else _narrow(body)) else 1)
         if kind == "label":
@@ -236,7 +247,7 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
         return None if value == NO_TIME else value
 
     def line(pos: int, lead: str) -> str:
-        body = bodies[pos]
+        body = bodies[pos].decode()
         if not slow[pos]:
             room = width - len(lead)
             return lead + body if len(body) <= room else lead + body[:room - 1] + ELLIPSIS
@@ -263,7 +274,7 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
                 room = width - len(prefix)
                 keep = room - 1
                 out += [prefix + body if len(body) <= room else prefix + body[:keep] + ELLIPSIS
-                        for body in bodies[start:stop]]
+                        for body in map(bytes.decode, bodies[start:stop])]
             else:
                 out += [line(pos, prefix) for pos in range(start, stop)]
         if len(out) >= CHUNK:
