@@ -1,15 +1,16 @@
 """`inspect --tree` of a whole v3 file from one read, in one process or, for a big file with a core to
 spare, two.
 
-Each entry leaves only what its line needs: its id and parentId (the tree), its time as iso_to_ms reads
-it (siblings are drawn oldest first), its line number (the tree's warnings) and its line without the
-lead, "id kind: start of the summary", already `visible`, with where a label mark goes in it and
-whether every character of it takes one column (then cutting the line to the width is a slice).
-Labels and the name are gathered in file order. The drawing walks chains as runs: a run shares one
-lead, so its lines are joined without a stack push per entry.
+Each entry leaves only what its line needs: its id and parentId (the tree), its timestamp as written
+(siblings are drawn oldest first: only theirs are ever read), its line number (the tree's warnings)
+and its line without the lead, "id kind: start of the summary", already `visible`, as UTF-8, with
+where a label mark goes in it and whether every character of it takes one column (then cutting the
+line to the width is a slice). Labels and the name are gathered in file order. The drawing walks
+chains as runs: a run shares one lead, so its lines are made in one comprehension, with no stack
+push per entry.
 
 Two processes: a forked worker reads the second half (cut by split.split_point) and keeps its columns
-as pickled batches (bytes take a third of the memory of the objects); the parent reads the first
+as pickled batches (bytes take a fraction of the memory of the objects); the parent reads the first
 half meanwhile, then takes the batches one at a time, renumbers the lines and draws. Labels and the
 name travel as changes applied after the first half's, the worker's warnings come after the parent's:
 stdout and stderr are those of one process byte for byte. A worker that fails costs only time (the
@@ -38,7 +39,6 @@ from . import render
 from .render import _stacked
 from .table import _NARROW, _NOT_ASCII, ELLIPSIS, char_width, fit
 
-NO_TIME = -(1 << 63)  # an unreadable time in the stamps array (iso_to_ms gave None)
 BATCH = 50_000  # entries per pickled batch of the worker
 CHUNK = 8192  # lines per encoded chunk of output
 UNNAMED = ...  # no session_info with a string name was read (a singleton: it stays itself through pickle)
@@ -51,7 +51,7 @@ class Columns:
     ids: list[str | None] = field(default_factory=list)
     parents: list[str | None] = field(default_factory=list)
     lines: array = field(default_factory=lambda: array("q"))
-    stamps: array = field(default_factory=lambda: array("q"))
+    stamps: list[str | None] = field(default_factory=list)  # the timestamps as written (None: not a string)
     bodies: list[bytes] = field(default_factory=list)  # UTF-8: half the memory of a str with one arrow in it
     marks_at: array = field(default_factory=lambda: array("l"))  # where " [label] ← leaf" goes in the body
     slow: bytearray = field(default_factory=bytearray)  # 1: cut with table.fit (not all one-column characters)
@@ -99,7 +99,7 @@ def collect(items: Iterable[tuple[int, dict, bytes] | Diagnostic], width: int, i
     gives back the columns to go on with)."""
     ids, parents, lines, stamps = into.ids, into.parents, into.lines, into.stamps
     bodies, marks_at, slow, labels = into.bodies, into.marks_at, into.slow, into.labels
-    summary, ms = render.entry_summary, iso_to_ms
+    summary = render.entry_summary
     by_type: dict[str, str] = {}  # the kind shown, `visible`, once per type and per role
     by_role: dict[str, str] = {}
     previous = None
@@ -118,8 +118,8 @@ def collect(items: Iterable[tuple[int, dict, bytes] | Diagnostic], width: int, i
                        else None)
         previous = entry_id
         lines.append(line)
-        stamp = ms(entry.get("timestamp"))
-        stamps.append(NO_TIME if stamp is None else stamp)
+        stamp = entry.get("timestamp")
+        stamps.append(stamp if type(stamp) is str else None)  # read (iso_to_ms) only where siblings are sorted
         message = entry.get("message") if kind == "message" else None
         if type(message) is dict:  # render.entry_kind, once per role
             role = message.get("role")
@@ -137,7 +137,10 @@ def collect(items: Iterable[tuple[int, dict, bytes] | Diagnostic], width: int, i
         room = width - 2 - len(known) - (len(entry_id) if entry_id is not None else 1)
         shown_id = entry_id or "?"
         head = f"{shown_id if shown_id.isprintable() else visible(shown_id)} {known}"
-        body = f"{head}: {visible(summary(entry, width))[:max(room, 0)]}"
+        text = summary(entry, width)
+        if not text.isprintable():
+            text = visible(text)
+        body = f"{head}: {text[:room] if room > 0 else ''}"
         bodies.append(body.encode())  # (`visible` left no lone surrogate)
         marks_at.append(len(head))
         slow.append(0 if (body.isprintable() if body.isascii() else _narrow(body)) else 1)
@@ -243,8 +246,7 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
     stamps = columns.stamps
 
     def stamp(pos: int) -> int | None:
-        value = stamps[pos]
-        return None if value == NO_TIME else value
+        return iso_to_ms(stamps[pos])
 
     def line(pos: int, lead: str) -> str:
         body = bodies[pos].decode()
@@ -270,13 +272,16 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
         if start < stop:  # the rest of a chain: one lead, every line a slice when it can be
             if len(prefix) > half:
                 prefix = ELLIPSIS + prefix[len(prefix) - half + 1:]
-            if slow.find(1, start, stop) < 0:
-                room = width - len(prefix)
-                keep = room - 1
+            room = width - len(prefix)
+            keep = room - 1
+            while start < stop:  # slices up to the next line that needs table.fit, then that line
+                end = slow.find(1, start, stop)
+                cut = stop if end < 0 else end
                 out += [prefix + body if len(body) <= room else prefix + body[:keep] + ELLIPSIS
-                        for body in map(bytes.decode, bodies[start:stop])]
-            else:
-                out += [line(pos, prefix) for pos in range(start, stop)]
+                        for body in map(bytes.decode, bodies[start:cut])]
+                if end >= 0:
+                    out.append(line(end, prefix))
+                start = cut + 1
         if len(out) >= CHUNK:
             out.append("")
             yield "\n".join(out).encode()
