@@ -2,8 +2,9 @@
 
 The table and `--json` stream: each entry is printed as its line is read (the first row shows at
 once, memory stays that of one line). `--stats` streams too, keeping only the tree's columns.
-`--context`, `--tree` and `--leaf` need the tree first: they index the file as `continue` does
-(`index.load_for_continue`) and decode the entries they show one at a time, keeping none.
+`--tree` of a whole v3 file is drawn from one read (in two processes for a big one: tree_stream).
+`--context`, `--leaf` and the other `--tree`s need the tree first: they index the file as `continue`
+does (`index.load_for_continue`) and decode the entries they show one at a time, keeping none.
 """
 
 from __future__ import annotations
