@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import operator
 import pickle
+import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -37,7 +38,7 @@ from harnesskit.text import visible
 
 from . import render
 from .render import _stacked
-from .table import _NARROW, _NOT_ASCII, ELLIPSIS, char_width, fit
+from .table import _NOT_ASCII, ELLIPSIS, char_width, fit
 
 BATCH = 50_000  # entries per pickled batch of the worker
 CHUNK = 8192  # lines per encoded chunk of output
@@ -74,23 +75,29 @@ class Columns:
             self.name = later.name
 
 
-_WIDE_OR_ZERO: set[str] = set()  # characters met so far that do not take one column (table._NARROW: those that do)
+_KNOWN_LIMIT = 512  # one-column characters let into _one_column's pattern (a hostile file has many)
+_known: list[str] = []  # the non-ASCII characters known to take one column (→, …, ✗, é: the common ones)
+_one_column = re.compile("[\\x20-\\x7e]*")  # printable ASCII and _known, in C
 
 
 def _narrow(text: str) -> bool:
-    """Every character takes one column (as table.fit measures): a cut is a slice."""
-    if not text.isprintable():
-        return False
-    others = _NOT_ASCII.findall(text)
-    if _NARROW.issuperset(others):
-        return True
-    if not _WIDE_OR_ZERO.isdisjoint(others):
-        return False
-    for c in set(others):
-        if char_width(c) != 1:  # (char_width fills _NARROW with the others)
-            _WIDE_OR_ZERO.add(c)
+    """Every character is printable and takes one column (as table.fit measures): a cut is a slice."""
+    global _one_column
+    while True:
+        end = _one_column.match(text).end()  # type: ignore[union-attr]
+        if end == len(text):
+            return True
+        c = text[end]
+        if c.isascii() or not c.isprintable() or char_width(c) != 1:  # a tab or newline, wide, zero-width
             return False
-    return True
+        if len(_known) >= _KNOWN_LIMIT:
+            return _narrow_slowly(text)
+        _known.append(c)
+        _one_column = re.compile("[\\x20-\\x7e" + "".join(map(re.escape, _known)) + "]*")
+
+
+def _narrow_slowly(text: str) -> bool:
+    return text.isprintable() and all(char_width(c) == 1 for c in set(_NOT_ASCII.findall(text)))
 
 
 def collect(items: Iterable[tuple[int, dict, bytes] | Diagnostic], width: int, into: Columns,
@@ -143,7 +150,7 @@ def collect(items: Iterable[tuple[int, dict, bytes] | Diagnostic], width: int, i
         body = f"{head}: {text[:room] if room > 0 else ''}"
         bodies.append(body.encode())  # (`visible` left no lone surrogate)
         marks_at.append(len(head))
-        slow.append(0 if (body.isprintable() if body.isascii() else _narrow(body)) else 1)
+        slow.append(0 if _narrow(body) else 1)
         if kind == "label":
             change = label_change(entry)
             if change is not None:
