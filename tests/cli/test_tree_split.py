@@ -236,3 +236,33 @@ def test_ctrl_c_stops_both_processes(tmp_path: Path) -> None:
     assert err.strip() == "harnesskit: interrupted"  # (as one process says it: no traceback from either)
     for pid in workers:
         assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+
+
+def test_head_exits_0_with_a_worker(tmp_path: Path) -> None:
+    """`inspect --tree | head -1` in two processes: exit 0, nothing on stderr, one line."""
+    path = generate.generate(tmp_path / "s.jsonl", 3000, seed=10)
+    env = {**os.environ, "HARNESSKIT_SPLIT": "1", "HARNESSKIT_SPLIT_MIN_BYTES": "0"}
+    script = 'set -o pipefail; "$@" | head -1'
+    done = subprocess.run(["bash", "-c", script, "bash", sys.executable, "-m", "harnesskit", "inspect", str(path),
+                           "--tree"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout.startswith("session pi v3") and len(done.stdout.splitlines()) == 1
+
+
+def test_two_processes_stay_small(tmp_path: Path) -> None:
+    """A real process: the parent's and the worker's peak RSS, summed, stay near one process's."""
+    path = generate.generate(tmp_path / "s.jsonl", 10_000, seed=4)
+    probe = ("import resource, sys\nfrom harnesskit.cli import cli\n"
+             "cli.main(args=sys.argv[1:], prog_name='harnesskit', standalone_mode=False)\n"
+             "own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+             "child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+             "print(own, child, file=sys.stderr)")
+    peaks = {}
+    for setting in ("0", "1"):
+        done = subprocess.run([sys.executable, "-c", probe, "inspect", str(path), "--tree"], capture_output=True,
+                              text=True, check=True, env={**os.environ, "HARNESSKIT_SPLIT": setting,
+                                                          "HARNESSKIT_SPLIT_MIN_BYTES": "0"})
+        peaks[setting] = [int(x) for x in done.stderr.split()[-2:]]
+    assert peaks["0"][1] == 0 < peaks["1"][1]  # a worker ran only when asked to
+    assert sum(peaks["1"]) < 2.5 * peaks["0"][0]
