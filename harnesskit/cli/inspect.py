@@ -3,9 +3,10 @@
 The table and `--json` stream: each entry is printed as its line is read (the first row shows at
 once, memory stays that of one line); a big v3 file is rendered by two processes taking turns by
 blocks (`session.interleave`, with `Carry` what one block leaves to the next). `--stats` streams
-too, keeping only the tree's columns.
-`--context`, `--tree` and `--leaf` need the tree first: they index the file as `continue` does
-(`index.load_for_continue`) and decode the entries they show one at a time, keeping none.
+too, keeping only the tree's columns. `--tree` of a whole v3 file is drawn from one read (in two
+processes for a big one: tree_stream).
+`--context`, `--leaf` and the other `--tree`s need the tree first: they index the file as `continue`
+does (`index.load_for_continue`) and decode the entries they show one at a time, keeping none.
 """
 
 from __future__ import annotations
@@ -24,16 +25,15 @@ import orjson
 from harnesskit.session import interleave
 from harnesskit.session.format import session_name
 from harnesskit.session.loader import Session, SessionError, load_session
-from harnesskit.session.migrate import iso_to_ms
 from harnesskit.session.reader import Diagnostic
 from harnesskit.session.stats import session_stats
 from harnesskit.session.stream import Stream, TreeWatch, open_stream, tree_diagnostics
-from harnesskit.session.tree import Tree, apply_label, build_context
-from harnesskit.text import escape_json, visible
+from harnesskit.session.tree import Tree, build_context
+from harnesskit.text import escape_json
 
 from . import render, table
 from .errors import Fail
-from .output import Checked, chunked, emit
+from .output import Checked, emit
 from .progress import file_size, progress
 from .refs import open_for_reading, resolve_leaf, session_path, warn_diagnostic
 from .rows import COLUMNS, RIGHT, describe, entry_row, fit_line, header_line, label_of, shown
@@ -460,55 +460,19 @@ def tree_lines(session: Session, leaf_ref: str | None, leaf: str | None, cols: i
 
 
 def streamed_tree_lines(stream: Stream, cols: int) -> Iterator[str | bytes]:
-    """`--tree` of a whole v3 file from one read: each entry leaves its tree columns, its kind and the
-    start of its summary (what a line of `cols` columns can show), not itself; labels and the name are
-    gathered on the way. The same lines as `tree_lines` of the indexed file."""
-    ids: list[str | None] = []
-    parents: list[str | None] = []
-    types: list[str] = []
-    lines: list[int] = []
-    stamps: list[int | None] = []  # as by_time reads them (an int takes half the memory of the string)
-    kinds: list[str] = []
-    tails: list[str] = []
-    shared: dict[str, str] = {}  # one string per type, one per kind shown (not one per entry)
-    shown_kinds: dict[str, str] = {}
-    labels: dict[str, str] = {}
-    name = None
-    summary, kind_of, ms = render.entry_summary, render.entry_kind, iso_to_ms
-    previous = None
-    for item in stream.items():
-        if type(item) is Diagnostic:
-            warn_diagnostic(stream.path, item)
-            continue
-        line, entry, _ = item  # type: ignore[misc]
-        entry_id, parent, kind = entry.get("id"), entry.get("parentId"), entry["type"]
-        entry_id = entry_id if type(entry_id) is str else None
-        ids.append(entry_id)
-        # a child's parentId as the same string object as its parent's id (a chain keeps one string)
-        parents.append(previous if parent == previous and parent is not None else parent if type(parent) is str
-                       else None)
-        previous = entry_id
-        types.append(shared.setdefault(kind, kind))
-        lines.append(line)
-        stamps.append(ms(entry.get("timestamp")))
-        shown_kind = kind_of(entry)
-        known = shown_kinds.get(shown_kind)
-        if known is None:
-            known = shown_kinds.setdefault(shown_kind, visible(shown_kind))
-        kinds.append(known)
-        # a line holds at least "id kind: " before the summary: of the summary, cols + 1 columns less
-        # that show whether the line is cut and all it can show (fit reads no further)
-        room = cols - 2 - len(known) - (len(entry_id) if entry_id is not None else 1)
-        tails.append(visible(summary(entry, cols))[:max(room, 0)])
-        if kind == "label":  # Tree.labels, in file order
-            apply_label(labels, entry)
-        elif kind == "session_info":
-            name = session_name(entry, name)
-    tree = Tree.from_columns(ids, parents, types, lines, [])
+    """`--tree` of a whole v3 file from one read (in two processes for a big one: see tree_stream),
+    each entry keeping only what its line shows; labels and the name gathered on the way. The same
+    lines as `tree_lines` of the indexed file."""
+    from .tree_stream import UNNAMED, draw, read_columns
+
+    columns = read_columns(stream, cols, lambda d: warn_diagnostic(stream.path, d))
+    tree = Tree.from_columns(columns.ids, columns.parents, [], columns.lines, [])
     for d in tree.diagnostics:
         warn_diagnostic(stream.path, d)
-    yield fit_line(describe(stream.dialect, stream.header, len(tree), name), cols)
-    yield from chunked(render.draw_columns(tree, labels, tree.leaf_id, cols, kinds, tails, stamps.__getitem__))
+    labels = {target: label for target, label in columns.labels.items() if label is not None}
+    name = None if columns.name is UNNAMED else columns.name
+    yield fit_line(describe(stream.dialect, stream.header, len(tree), name), cols)  # type: ignore[arg-type]
+    yield from draw(columns, cols, tree, labels)
 
 
 def context_lines(session: Session, leaf: object, fmt: str, cols: int | None, as_json: bool) -> Iterator[str]:

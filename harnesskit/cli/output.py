@@ -74,23 +74,6 @@ def _write(lines: Iterable[str | bytes | Checked], out: TextIO) -> None:
     flush()
 
 
-def chunked(lines: Iterable[str], size: int = 4096) -> Iterator[bytes]:
-    """Lines (str, without their newlines) as chunks of `size` encoded lines, the first few at once
-    (so the first row shows at once): one write per chunk instead of two per line."""
-    batch: list[str] = []
-    limit = 1
-    for line in lines:
-        batch.append(line)
-        if len(batch) >= limit:
-            batch.append("")
-            yield "\n".join(batch).encode()
-            batch.clear()
-            limit = min(2 * limit, size)
-    if batch:
-        batch.append("")
-        yield "\n".join(batch).encode()
-
-
 def emit(lines: Iterable[str | bytes | Checked], page: bool = True) -> None:
     """Write `lines` (each without its newline) to stdout, or through a pager (see the module doc)."""
     argv = _pager_command() if page and sys.stdout.isatty() else None

@@ -184,26 +184,6 @@ def draw_tree(tree: Tree, positions: Iterable[int] | None, labels: dict[str, str
             yield cut(text, width) if width else text
 
 
-def draw_columns(tree: Tree, labels: dict[str, str], leaf: str | None, width: int, kinds: list[str],
-                 tails: list[str], stamp: Callable[[int], int | None]) -> Iterator[str]:
-    """`draw_tree` of every entry from columns kept while streaming: each entry's kind and the start
-    of its summary, both already `visible` (as much of the summary as a line cut to `width` can show,
-    and one character more: whether it is cut). The same lines, with no entry read again."""
-    ids = tree.ids
-    half = width // 2
-    for pos, lead in _walk(tree, None, stamp):
-        if len(lead) > half:  # nested deeper than half the line: its last levels only
-            lead = "…" + lead[len(lead) - half + 1:]
-        entry_id = ids[pos] or "?"
-        marks = f" [{labels[entry_id]}]" if entry_id in labels else ""
-        if entry_id == leaf:
-            marks += " ← leaf"
-        text = f"{lead}{entry_id} {kinds[pos]}{marks}: {tails[pos]}"
-        if not text.isprintable():  # an id or a label with a control character (the rest is visible)
-            text = visible(f"{lead}{entry_id} ") + kinds[pos] + visible(marks) + ": " + tails[pos]
-        yield fit(text, width)
-
-
 def _walk(tree: Tree, positions: Iterable[int] | None,
           stamp: Callable[[int], int | None] | None = None) -> Iterator[tuple[int, str]]:
     """(position, lead of its line) in drawing order, each entry once. The children lists are three

@@ -6,8 +6,11 @@ The tree holds ids, parents and types as flat lists and reaches an entry's conte
 
 from __future__ import annotations
 
+import operator
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import compress, repeat
 from typing import TYPE_CHECKING
 
 from .format import session_name
@@ -36,15 +39,24 @@ def to_ms(value: object) -> int | None:
 
 
 
+def label_change(entry: dict) -> tuple[str, str | None] | None:
+    """What one label entry does: (target id, its new label, None to clear it), or None (no target)."""
+    target = entry.get("targetId")
+    if not isinstance(target, str):
+        return None
+    label = entry.get("label")
+    return target, label if isinstance(label, str) and label else None
+
+
 def apply_label(labels: dict[str, str], entry: dict) -> None:
     """One label entry onto the labels so far (target id -> label): it replaces, an empty one clears."""
-    target = entry.get("targetId")
-    if isinstance(target, str):
-        label = entry.get("label")
-        if isinstance(label, str) and label:
-            labels[target] = label
-        else:
+    change = label_change(entry)
+    if change is not None:
+        target, label = change
+        if label is None:
             labels.pop(target, None)
+        else:
+            labels[target] = label
 
 @dataclass
 class Tree:
@@ -73,29 +85,33 @@ class Tree:
         entries: Sequence[dict],
     ) -> Tree:
         tree = cls(ids, parents, types, lines, entries)
-        by_id = tree.by_id
-        for pos, entry_id in enumerate(ids):
-            if entry_id is None:
-                continue
-            earlier = by_id.get(entry_id)
-            by_id[entry_id] = pos  # pi's byId: the later line wins, so parentIds link to the last one
-            if earlier is not None:
-                tree.diagnostics.append(
-                    diagnostic(lines[pos], -1, f"duplicate id {entry_id} (first on line {lines[earlier]}; "
-                               "parentIds link to this later one, as in pi)", "duplicate-id")
-                )
-        forward: list[int] = []  # entries whose parent is not earlier: only these can close a cycle
-        for pos, parent in enumerate(parents):
-            if parent is None:
-                continue
-            target = by_id.get(parent)
-            if target is None:
+        n = len(ids)
+        by_id = dict(zip(ids, range(n), strict=True))  # pi's byId: the later line wins (parentIds link to it)
+        by_id.pop(None, None)  # type: ignore[call-overload]
+        if len(by_id) + ids.count(None) < n:  # an id twice: say where, in file order
+            by_id = {}
+            for pos, entry_id in enumerate(ids):
+                if entry_id is None:
+                    continue
+                earlier = by_id.get(entry_id)
+                by_id[entry_id] = pos
+                if earlier is not None:
+                    tree.diagnostics.append(
+                        diagnostic(lines[pos], -1, f"duplicate id {entry_id} (first on line {lines[earlier]}; "
+                                   "parentIds link to this later one, as in pi)", "duplicate-id")
+                    )
+        tree.by_id = by_id
+        # each parent's position (-1: none), found in C; a miss is a root or a dangling parentId
+        targets = array("q", map(by_id.get, parents, repeat(-1)))
+        for pos in compress(range(n), map((-1).__eq__, targets)):
+            parent = parents[pos]
+            if parent is not None:
                 tree.diagnostics.append(
                     diagnostic(lines[pos], -1, f"parentId {parent} names no entry; treated as a root",
                                "dangling-parent", "warning")
                 )
-            elif target >= pos:
-                forward.append(pos)
+        # entries whose parent is not earlier: only these can close a cycle
+        forward = list(compress(range(n), map(operator.ge, targets, range(n))))
         done: set[int] = set()
         for start in forward:  # report cycles at load, not only when a walk happens to meet one
             trail: set[int] = set()
