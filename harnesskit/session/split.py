@@ -7,6 +7,7 @@ what they exchange differs, how the worker is started and ended does not.
 from __future__ import annotations
 
 import os
+import signal
 import stat
 import threading
 from collections.abc import Callable
@@ -60,10 +61,26 @@ def fork_worker(target: Callable[..., None], args: tuple, duplex: bool) -> tuple
     except (ImportError, ValueError):
         return None
     here, there = ctx.Pipe(duplex=duplex)
-    worker = ctx.Process(target=target, args=(*args, there), daemon=True)
-    worker.start()
+    worker = ctx.Process(target=_started, args=(target, (*args, there)), daemon=True)
+    # A Ctrl-C (to the whole process group) while the child is still in multiprocessing's start-up
+    # would print multiprocessing's traceback there: the child is born with SIGINT blocked, and
+    # unblocks it only inside a try. This side's own Ctrl-C waits for the fork only.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        worker.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     there.close()
     return here, worker
+
+
+def _started(target: Callable[..., None], args: tuple) -> None:
+    """The worker's first step: take Ctrl-C again (it may be pending since the fork), quietly."""
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        target(*args)
+    except KeyboardInterrupt:
+        return  # the parent has it too, and says so
 
 
 def reap(here: Connection, worker: BaseProcess) -> None:

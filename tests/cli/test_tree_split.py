@@ -213,8 +213,6 @@ def _children(pid: int) -> list[int]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc to see the worker")
-@pytest.mark.xfail(strict=False, reason="known race, not fixed yet: a SIGINT that reaches the worker before its "
-                   "try (multiprocessing's start-up) prints multiprocessing's traceback")
 def test_ctrl_c_stops_both_processes(tmp_path: Path) -> None:
     """SIGINT to the process group (what a terminal's Ctrl-C does) while the worker runs: both stop, the
     parent says so in one line (exit 130, no traceback), and no worker is left behind."""
