@@ -134,8 +134,16 @@ def continue_view(path: Path, loader) -> object:  # noqa: ANN001 - load_session 
 
 
 def check_view(path: Path, mode: str) -> tuple:
+    with mock.patch.object(check, "_TYPED_MIN_BYTES", 0):  # the msgspec lane even on small files
+        return _check_view(path, mode)
+
+
+def _check_view(path: Path, mode: str) -> tuple:
     if mode == "reader":
         with mock.patch.object(check, "_FAST", False):
+            report = check.check_file(path, workers=1)
+    elif mode == "orjson":
+        with mock.patch.object(check, "_TYPED", False):
             report = check.check_file(path, workers=1)
     elif mode == "split":
         with forced_split():
@@ -176,4 +184,6 @@ def _disagreements(path: Path) -> list[str]:
         out.append("validate split != single pass")
     if check_view(path, "reader") != single:
         out.append("validate reader-only != single pass")
+    if check_view(path, "orjson") != single:
+        out.append("validate without msgspec != single pass")
     return out

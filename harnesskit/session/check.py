@@ -3,7 +3,8 @@
 Memory is kept to what the structural checks need: id -> line, id -> parent, and the tool call
 ids of assistant messages. Entries themselves are dropped as soon as they are checked.
 
-Speed (benchmarks/bench.py): lines after the header take a fast path (orjson straight on the raw
+Speed (benchmarks/bench.py): lines after the header take a fast path (in a file of 4 MB or more a
+message line is first decoded and proven in one msgspec call, typed.py; else orjson straight on the raw
 line, no Record objects) and fall back to the reader's own code for anything unusual, so every
 diagnostic is the reader's. A large v3 file is split at a line boundary and its second half is
 checked in a forked worker process; the worker returns only what the structural checks need (its
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 from collections import ChainMap
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -26,7 +28,7 @@ from . import schemas
 from .format import is_header
 from .loader import SessionError, open_binary
 from .migrate import Migrator, UnsupportedSession, detect, migrate_header
-from .reader import Diagnostic, iter_lines, open_range, open_reporting, read_records
+from .reader import MAX_DEPTH, Diagnostic, iter_lines, open_range, open_reporting, read_records
 from .shapes import proven_message, proven_valid
 from .split import fork_worker, reap, split_point
 
@@ -186,13 +188,21 @@ def _check_stream(fp, state: _State, workers: int = 1,  # noqa: ANN001 - a binar
             return
     with open_reporting(fp.fileno(), on_progress, _BUFFER) as big:
         big.seek(offset)
-        _scan(big, state, migrator, header_line, header_line, offset)
+        _scan(big, state, migrator, header_line, header_line, offset,
+              _typed_lane(os.fstat(fp.fileno()).st_size - offset))
     _finish(state)
 
 
-def _scan(fp, state: _State, migrator: Migrator, header_line: int, number: int, offset: int) -> int:  # noqa: ANN001
+def _typed_lane(size: int) -> bool:
+    """Whether `size` bytes of lines are worth the msgspec lane: importing msgspec and building its
+    decoder costs what it saves on about 2.5 MB (callgrind), so a small file keeps to orjson."""
+    return _TYPED and size >= _TYPED_MIN_BYTES and sys.getrecursionlimit() <= MAX_DEPTH
+
+
+def _scan(fp, state: _State, migrator: Migrator, header_line: int, number: int, offset: int,  # noqa: ANN001
+          typed_lane: bool = False) -> int:
     """Check the lines of `fp` after the header (the next is line `number` + 1, at byte `offset`);
-    returns the number of the last line.
+    returns the number of the last line. `typed_lane`: try typed.py's msgspec decode first (_typed_lane).
 
     The fast path parses the raw line with orjson (trailing whitespace is JSON whitespace, so this is
     the reader's value) and runs _check_entry's steps inline; anything else (not JSON, not an object,
@@ -202,6 +212,12 @@ def _scan(fp, state: _State, migrator: Migrator, header_line: int, number: int, 
     loads = orjson.loads
     decode_error = orjson.JSONDecodeError
     fast = _FAST and not migrator.dialect.legacy
+    typed_decode = refused = typed_entry = tool_result = tool_call = assistant = None
+    if fast and typed_lane and sys.getrecursionlimit() <= MAX_DEPTH:  # msgspec's depth is the recursion limit's
+        from . import typed
+
+        typed_decode, refused, typed_entry = typed.decode, typed.Refused, typed.MessageEntry
+        tool_result, tool_call, assistant = typed.ToolResult, typed.ToolCall, typed.Assistant
     report = state.report
     add = state.add
     is_valid = schemas.entry_is_valid
@@ -218,6 +234,38 @@ def _scan(fp, state: _State, migrator: Migrator, header_line: int, number: int, 
     entries = 0
     for raw in fp:
         number += 1
+        if typed_decode is not None and raw[-1] == 10:  # parse and prove in one call (typed.py)
+            try:
+                entry = typed_decode(raw)
+            except refused:
+                entry = None
+            if entry.__class__ is typed_entry:
+                entries += 1
+                entry_id = entry.id
+                parent = entry.parentId
+                if parent == last_id:
+                    parent = last_id
+                first = line_of.setdefault(entry_id, number)
+                if first != number:
+                    state.duplicate(number, entry_id, first)
+                else:
+                    parent_of[entry_id] = parent
+                    if parent is not last_id and parent is not None and (parent == entry_id or parent not in line_of):
+                        forward.append((number, entry_id, parent))
+                    last_id = entry_id
+                    message = entry.message
+                    if message.__class__ is tool_result:
+                        call_id = message.toolCallId
+                        calls = calls_of.get(parent)
+                        if (calls is None or call_id not in calls) and not _call_on_path(state, parent, call_id,
+                                                                                         number):
+                            state.orphan(number, call_id)
+                    elif message.__class__ is assistant:  # a user's toolCall block is no call (shapes.py)
+                        calls = tuple([b.id for b in message.content if b.__class__ is tool_call])
+                        if calls:
+                            calls_of[entry_id] = calls
+                offset += len(raw)
+                continue
         if fast:
             try:
                 entry = loads(raw)
@@ -340,6 +388,8 @@ def _slow_line(state: _State, migrator: Migrator, header_line: int, number: int,
 
 _KNOWN_ENTRY_TYPES = schemas.KNOWN_ENTRY_TYPES
 _FAST = True  # the inline fast path of _scan; tests turn it off to prove both paths agree
+_TYPED = True  # its msgspec lane (typed.py); tests turn it off to prove it agrees with the orjson lane
+_TYPED_MIN_BYTES = 4 << 20  # the lane for this many bytes of lines or more (tests set 0)
 
 
 def _check_entry(state: _State, entry: dict, line: int) -> None:
@@ -451,7 +501,7 @@ def _check_split(fp, state: _State, migrator: Migrator, header_line: int, offset
             def report(position: int) -> None:
                 on_progress(offset + int((position - offset) * scale))
         with open_range(fp.fileno(), offset, cut, _BUFFER, report) as first_half:
-            base = _scan(first_half, mine, migrator, header_line, header_line, offset)
+            base = _scan(first_half, mine, migrator, header_line, header_line, offset, _typed_lane(cut - offset))
         here.send(base)
         problems, entries, ids, forward, refs, pending = here.recv()
         line_of = mine.line_of
@@ -511,7 +561,7 @@ def _worker(file: str, start: int, migrator: Migrator, header_line: int, conn) -
     state = _State(FileReport(file), pending=[], duplicates=[])
     with open(file, "rb", buffering=_BUFFER) as fp:
         fp.seek(start)
-        _scan(fp, state, migrator, header_line, 0, start)
+        _scan(fp, state, migrator, header_line, 0, start, _typed_lane(os.fstat(fp.fileno()).st_size - start))
     base = conn.recv()
     problems = state.report.problems
     for index, entry_id, first in state.duplicates:

@@ -1,7 +1,8 @@
 """check_file's fast paths give exactly the problems (and order) of the plain one-pass check.
 
-Three ways to check a file must agree on every file here: the inline fast path, the reader path for
-every line (`_FAST = False`), and the two-process split (forced on small files). The damaged files
+Four ways to check a file must agree on every file here: the inline fast path, the same without its
+msgspec lane (`_TYPED = False`), the reader path for every line (`_FAST = False`), and the two-process
+split (forced on small files). The damaged files
 put each kind of damage on both sides of the split, and across it.
 """
 
@@ -24,8 +25,12 @@ _spec.loader.exec_module(generate)
 
 def report_of(path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> tuple:
     with monkeypatch.context() as m:
+        m.setattr(check, "_TYPED_MIN_BYTES", 0)  # the msgspec lane even on small files
         if mode == "reader":
             m.setattr(check, "_FAST", False)
+            report = check.check_file(path, workers=1)
+        elif mode == "orjson":  # the fast path without its msgspec lane
+            m.setattr(check, "_TYPED", False)
             report = check.check_file(path, workers=1)
         elif mode == "split":
             m.setattr(split, "SPLIT_MIN_BYTES", 0)
@@ -38,6 +43,7 @@ def report_of(path: Path, monkeypatch: pytest.MonkeyPatch, mode: str) -> tuple:
 def assert_same(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple:
     one = report_of(path, monkeypatch, "fast")
     assert report_of(path, monkeypatch, "reader") == one
+    assert report_of(path, monkeypatch, "orjson") == one
     assert report_of(path, monkeypatch, "split") == one
     return one
 
