@@ -184,11 +184,7 @@ def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagno
     if started is None:
         return None
     here, worker = started
-    first = stream
-    if stream.on_progress is not None:  # the worker reads the other half meanwhile, at about the same pace
-        report, start = stream.on_progress, stream._offset
-        scale = (stream.size - start) / max(cut - start, 1)
-        first = replace(stream, on_progress=lambda position: report(start + int((position - start) * scale)))
+    first = stream.first_of_two(cut)
     theirs = Columns()
     diagnostics: list[Diagnostic] | None = None
     try:  # (Ctrl-C reaches both processes: each stops, and the worker is reaped here)

@@ -12,7 +12,6 @@ import base64
 import hashlib
 import html
 import importlib.resources
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
@@ -22,6 +21,7 @@ import orjson
 from harnesskit.session.format import is_header
 from harnesskit.session.loader import accept_header, load_session, no_header, open_binary
 from harnesskit.session.reader import Diagnostic, iter_lines, line_content, open_range, read_records
+from harnesskit.session.split import count_newlines
 from harnesskit.session.tree import Tree, build_context
 from harnesskit.text import escape_json, visible
 
@@ -95,21 +95,9 @@ def tail(path: Path, start: int, warn: Callable[[Diagnostic], None]) -> tuple[in
     """The lines before `start` (a line start after a v3 header: see `stream_entries`' split) and
     the entries from there on, numbered as one reading from the top numbers them."""
     fp = open_binary(path)
-    number = count_lines(fp.fileno(), 0, start)
+    number = count_newlines(fp.fileno(), 0, start)
     fp.seek(start)
     return number, _rest(fp, number, warn)
-
-
-def count_lines(fd: int, start: int, stop: int) -> int:
-    """The newlines in bytes [start, stop) of `fd` (read by pread in blocks: memory stays small)."""
-    lines = 0
-    while start < stop:
-        block = os.pread(fd, min(1 << 20, stop - start), start)
-        if not block:
-            break
-        lines += block.count(b"\n")
-        start += len(block)
-    return lines
 
 
 def _rest(fp: BinaryIO, number: int, warn: Callable[[Diagnostic], None],

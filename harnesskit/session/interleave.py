@@ -121,7 +121,7 @@ def _worker(stream: Stream, body: Body, fresh: Callable[[], Carry], conn) -> Non
     try:
         for k, (begin, stop) in enumerate(bounds(fd, stream._offset, stream.size)):
             if k % 2 == 0:  # the parent's: only its lines are counted
-                line += _newlines(fd, begin, stop)
+                line += split.count_newlines(fd, begin, stop)
                 continue
             part = stream.part(begin, stop, line)
             diagnostics: list[Diagnostic] = []
@@ -132,14 +132,3 @@ def _worker(stream: Stream, body: Body, fresh: Callable[[], Carry], conn) -> Non
             conn.send_bytes(data)
     except Exception:  # noqa: BLE001 - no traceback on the user's terminal: the parent reads the rest itself
         return
-
-
-def _newlines(fd: int, begin: int, stop: int) -> int:
-    count = 0
-    while begin < stop:
-        chunk = os.pread(fd, min(1 << 20, stop - begin), begin)
-        if not chunk:
-            break
-        count += chunk.count(b"\n")
-        begin += len(chunk)
-    return count

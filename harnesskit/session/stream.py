@@ -129,6 +129,15 @@ class Stream:
         return replace(self, _fp=fp, _before=self._before if with_before else [], _next_line=first_line,
                        _offset=start, _also=None)
 
+    def first_of_two(self, cut: int) -> Stream:
+        """This stream for the first of two processes (the other reads from `cut` on, at about the
+        same pace): its progress reported as if it read the whole file."""
+        if self.on_progress is None:
+            return self
+        report, start = self.on_progress, self._offset
+        scale = (self.size - start) / max(cut - start, 1)
+        return replace(self, on_progress=lambda position: report(start + int((position - start) * scale)))
+
     @property
     def next_line(self) -> int:
         """After `items` ran to the end: the number of the line after the last."""

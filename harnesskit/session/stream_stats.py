@@ -82,11 +82,7 @@ def _split(stream: Stream, cut: int, on_diagnostic: Callable[[Diagnostic], None]
     if started is None:
         return None
     here, worker = started
-    first = stream
-    if stream.on_progress is not None:  # the worker reads the other half meanwhile, at about the same pace
-        report, start = stream.on_progress, stream._offset
-        scale = (stream.size - start) / max(cut - start, 1)
-        first = replace(stream, on_progress=lambda position: report(start + int((position - start) * scale)))
+    first = stream.first_of_two(cut)
     mine = first.part(stream._offset, cut, stream._next_line, with_before=True)
     counted = tally(mine.items(), Tally(), on_diagnostic)
     base = mine.next_line - 1
