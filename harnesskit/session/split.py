@@ -74,7 +74,7 @@ def fork_worker(target: Callable[..., None], args: tuple, duplex: bool) -> tuple
     except (ImportError, ValueError):
         return None
     here, there = ctx.Pipe(duplex=duplex)
-    worker = ctx.Process(target=_started, args=(target, (*args, there)), daemon=True)
+    worker = ctx.Process(target=_started, args=(target, (*args, there), here), daemon=True)
     # A Ctrl-C (to the whole process group) while the child is still in multiprocessing's start-up
     # would print multiprocessing's traceback there: the child is born with SIGINT blocked, and
     # unblocks it only inside a try. This side's own Ctrl-C waits for the fork only.
@@ -87,8 +87,11 @@ def fork_worker(target: Callable[..., None], args: tuple, duplex: bool) -> tuple
     return here, worker
 
 
-def _started(target: Callable[..., None], args: tuple) -> None:
-    """The worker's first step: take Ctrl-C again (it may be pending since the fork), quietly."""
+def _started(target: Callable[..., None], args: tuple, parents_end: Connection) -> None:
+    """The worker's first steps: close the parent's end of the pipe, which the fork copied (held
+    open here, a worker whose parent was killed would block on a full pipe forever instead of
+    meeting a broken one), and take Ctrl-C again (it may be pending since the fork), quietly."""
+    parents_end.close()
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         target(*args)

@@ -1,10 +1,14 @@
-"""A forked worker (session/split.py) and a Ctrl-C that comes while multiprocessing is still starting
-it: the child says nothing (no traceback of multiprocessing's), and takes Ctrl-C again inside its work."""
+"""A forked worker (session/split.py): a Ctrl-C that comes while multiprocessing is still starting it
+makes the child say nothing (no traceback of multiprocessing's), the child takes Ctrl-C again inside
+its work, and a worker whose parent is killed does not outlive it."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,3 +53,44 @@ def test_the_worker_takes_ctrl_c_again_in_its_work() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ran", "0"]
     assert done.stderr == ""
+
+
+# A worker that writes more than a pipe holds, to a parent that never reads: as `inspect`'s worker
+# does when the parent is killed (`bench.py`'s first-row measurement kills it after one row).
+WRITER = """
+import sys, time
+from harnesskit.session import split
+
+def target(conn):
+    while True:
+        conn.send_bytes(b"x" * 65536)
+
+here, worker = split.fork_worker(target, (), duplex=False)
+print(worker.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("State:"))
+    except (OSError, StopIteration):
+        return False
+    return "Z" not in state.split()[1]
+
+
+def test_a_worker_whose_parent_is_killed_ends() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", WRITER], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, cwd=ROOT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+    assert proc.stdout is not None
+    worker = int(proc.stdout.readline())
+    time.sleep(0.2)  # the worker fills the pipe and blocks in its write
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    deadline = time.monotonic() + 60  # a guard against a worker left forever, not a timing assertion
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    still = _alive(worker)
+    if still:
+        os.kill(worker, signal.SIGKILL)
+    assert not still, "the worker outlived its killed parent"
