@@ -51,6 +51,26 @@ def read_objects(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+_PEAKS = ("import resource, sys\nfrom harnesskit.cli import cli\n"
+          "cli.main(args=sys.argv[1:], prog_name='harnesskit', standalone_mode=False)\n"
+          "own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+          "child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+          "print(own, child, file=sys.stderr)")
+
+
+def split_peaks(args: list[str], env: dict[str, str]) -> dict[str, list[int]]:
+    """A real `harnesskit ARGS` with the second process off ("0") and on ("1"): [own, worker's] peak
+    RSS in KB for each."""
+    import subprocess
+
+    peaks = {}
+    for setting in ("0", "1"):
+        done = subprocess.run([sys.executable, "-c", _PEAKS, *args], capture_output=True, text=True, check=True,
+                              env={**env, "HARNESSKIT_SPLIT": setting, "HARNESSKIT_SPLIT_MIN_BYTES": "0"})
+        peaks[setting] = [int(x) for x in done.stderr.split()[-2:]]
+    return peaks
+
+
 def write_lines(path: Path, objects: list[object]) -> Path:
     """One compact JSON value per line, newline-terminated."""
     path.write_text("".join(json.dumps(o, ensure_ascii=False) + "\n" for o in objects), encoding="utf-8")

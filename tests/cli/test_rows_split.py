@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ALL_FIXTURES, write_lines
+from conftest import ALL_FIXTURES, split_peaks, write_lines
 from differential import KINDS, SEEDS, mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -249,16 +249,7 @@ def test_ctrl_c_ends_both(big: Path) -> None:
 
 def test_two_processes_stay_small(big: Path) -> None:
     """The parent's and the worker's peak RSS, summed, stay near one process's (blocks, not halves)."""
-    probe = ("import resource, sys\nfrom harnesskit.cli import cli\n"
-             "cli.main(args=sys.argv[1:], prog_name='harnesskit', standalone_mode=False)\n"
-             "own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-             "child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-             "print(own, child, file=sys.stderr)")
     for mode in ([], ["--json"]):
-        peaks = {}
-        for setting in ("0", "1"):
-            done = subprocess.run([sys.executable, "-c", probe, "inspect", str(big), *mode], capture_output=True,
-                                  text=True, check=True, env=_env(HARNESSKIT_SPLIT=setting))
-            peaks[setting] = [int(x) for x in done.stderr.split()[-2:]]
+        peaks = split_peaks(["inspect", str(big), *mode], _env())
         assert peaks["0"][1] == 0 < peaks["1"][1]  # a worker ran only when asked to
         assert sum(peaks["1"]) < 2.5 * peaks["0"][0]

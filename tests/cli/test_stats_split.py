@@ -8,12 +8,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ALL_FIXTURES, write_lines
+from conftest import ALL_FIXTURES, split_peaks, write_lines
 from differential import KINDS, SEEDS, mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -187,16 +185,6 @@ def test_damaged_fixtures(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
 def test_two_processes_stay_small(tmp_path: Path) -> None:
     """A real process: the parent's and the worker's peak RSS, summed, stay near one process's."""
     path = generate.generate(tmp_path / "s.jsonl", 20_000, seed=4)
-    probe = ("import resource, sys\nfrom harnesskit.cli import cli\n"
-             "cli.main(args=sys.argv[1:], prog_name='harnesskit', standalone_mode=False)\n"
-             "own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-             "child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-             "print(own, child, file=sys.stderr)")
-    peaks = {}
-    for setting in ("0", "1"):
-        done = subprocess.run([sys.executable, "-c", probe, "inspect", str(path), "--stats"], capture_output=True,
-                              text=True, check=True, env={**os.environ, "HARNESSKIT_SPLIT": setting,
-                                                          "HARNESSKIT_SPLIT_MIN_BYTES": "0"})
-        peaks[setting] = [int(x) for x in done.stderr.split()[-2:]]
+    peaks = split_peaks(["inspect", str(path), "--stats"], dict(os.environ))
     assert peaks["0"][1] == 0 < peaks["1"][1]  # a worker ran only when asked to
     assert sum(peaks["1"]) < 2.5 * peaks["0"][0]

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ALL_FIXTURES, write_lines
+from conftest import ALL_FIXTURES, split_peaks, write_lines
 from differential import KINDS, SEEDS, mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -253,16 +253,6 @@ def test_head_exits_0_with_a_worker(tmp_path: Path) -> None:
 def test_two_processes_stay_small(tmp_path: Path) -> None:
     """A real process: the parent's and the worker's peak RSS, summed, stay near one process's."""
     path = generate.generate(tmp_path / "s.jsonl", 10_000, seed=4)
-    probe = ("import resource, sys\nfrom harnesskit.cli import cli\n"
-             "cli.main(args=sys.argv[1:], prog_name='harnesskit', standalone_mode=False)\n"
-             "own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-             "child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-             "print(own, child, file=sys.stderr)")
-    peaks = {}
-    for setting in ("0", "1"):
-        done = subprocess.run([sys.executable, "-c", probe, "inspect", str(path), "--tree"], capture_output=True,
-                              text=True, check=True, env={**os.environ, "HARNESSKIT_SPLIT": setting,
-                                                          "HARNESSKIT_SPLIT_MIN_BYTES": "0"})
-        peaks[setting] = [int(x) for x in done.stderr.split()[-2:]]
+    peaks = split_peaks(["inspect", str(path), "--tree"], dict(os.environ))
     assert peaks["0"][1] == 0 < peaks["1"][1]  # a worker ran only when asked to
     assert sum(peaks["1"]) < 2.5 * peaks["0"][0]

@@ -100,9 +100,8 @@ SHAPES = _one_per_shape(ENTRIES)
 odd_values = json_values | st.sampled_from(WRONG_VALUES) | st.sampled_from(["text", "toolCall", "user", "stop"])
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_random_replacements_never_prove_an_invalid_entry(data: st.DataObject) -> None:
+def replaced(data: st.DataObject) -> dict:
+    """One of SHAPES with one to three of its values deleted or replaced by odd ones."""
     entry = copy.deepcopy(data.draw(st.sampled_from(SHAPES)))
     for _ in range(data.draw(st.integers(1, 3))):
         paths = list(_paths(entry))
@@ -116,6 +115,13 @@ def test_random_replacements_never_prove_an_invalid_entry(data: st.DataObject) -
             del target[path[-1]]
         else:
             target[path[-1]] = copy.deepcopy(data.draw(odd_values))  # WRONG_VALUES holds shared lists
+    return entry
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_replacements_never_prove_an_invalid_entry(data: st.DataObject) -> None:
+    entry = replaced(data)
     _agree(entry, repr(entry)[:120])
 
 

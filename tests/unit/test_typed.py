@@ -7,7 +7,6 @@ huge numbers); where orjson refuses a line msgspec accepts, the two lanes' repor
 
 from __future__ import annotations
 
-import copy
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from conftest import ALL_FIXTURES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_schemas import ENTRIES, _mutations, _one_per_shape
-from test_shapes import SHAPES, _calls_by_hand, _generated, _paths, _schema_valid, odd_values
+from test_shapes import _calls_by_hand, _generated, _schema_valid, replaced
 
 from harnesskit.session import check, typed
 
@@ -81,19 +80,7 @@ def test_systematic_mutations_never_accept_an_invalid_entry() -> None:
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_replacements_never_accept_an_invalid_entry(data: st.DataObject) -> None:
-    entry = copy.deepcopy(data.draw(st.sampled_from(SHAPES)))
-    for _ in range(data.draw(st.integers(1, 3))):
-        paths = list(_paths(entry))
-        if not paths:
-            break
-        path = data.draw(st.sampled_from(paths))
-        target = entry
-        for k in path[:-1]:
-            target = target[k]
-        if data.draw(st.booleans()) and isinstance(target, dict):
-            del target[path[-1]]
-        else:
-            target[path[-1]] = copy.deepcopy(data.draw(odd_values))
+    entry = replaced(data)
     try:
         line = _line(entry)
     except (TypeError, orjson.JSONEncodeError):
