@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections import Counter
+from typing import NamedTuple
 
 from .tree import Tree
 
@@ -30,6 +31,16 @@ def _add(total: int | float, value: int | float) -> int | float:
     except OverflowError:
         return int(total) + int(value)
     return result if isinstance(result, int) or math.isfinite(result) else int(total) + int(value)
+
+
+class Shape(NamedTuple):
+    """What --stats tells of the tree: as Tree.children() and Tree.path() would count them."""
+
+    entries: int
+    roots: int
+    leaves: int
+    branch_points: int
+    depth: int
 
 
 class StatsCounter:
@@ -93,15 +104,18 @@ class StatsCounter:
         """The counts, with the shape of `tree` (built from the same entries' columns)."""
         get = tree.by_id.get  # each entry's parent position, looked up once for both walks
         up = [None if parent is None else get(parent) for parent in tree.parents]
-        roots, leaves, branch_points = _shape(up)
+        return self.shaped(Shape(len(tree), *_shape(up), _depth(tree, up)))
+
+    def shaped(self, shape: Shape) -> dict:
+        """The counts, with the tree's shape."""
         return {
-            "entries": len(tree),
+            "entries": shape.entries,
             "types": dict(self.types.most_common()),
             "roles": dict(self.roles.most_common()),
-            "branch_points": branch_points,
-            "leaves": leaves,
-            "roots": roots,
-            "depth": _depth(tree, up),
+            "branch_points": shape.branch_points,
+            "leaves": shape.leaves,
+            "roots": shape.roots,
+            "depth": shape.depth,
             "tool_calls": dict(self.tools.most_common()),
             "tokens": {k: int(self.tokens[k]) for k in TOKEN_KEYS},
             "cost": round(self.cost, 6),
