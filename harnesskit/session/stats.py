@@ -7,8 +7,10 @@ columns for the tree's shape), so `--stats` streams; `session_stats(tree)` count
 from __future__ import annotations
 
 import math
+import operator
 from array import array
 from collections import Counter
+from functools import reduce
 from typing import NamedTuple
 
 from .tree import Tree
@@ -33,6 +35,20 @@ def _add(total: int | float, value: int | float) -> int | float:
     return result if isinstance(result, int) or math.isfinite(result) else int(total) + int(value)
 
 
+def _fold(total: int | float, costs: list[int | float]) -> int | float:
+    """`_add` of each cost in turn, in C where no sum meets the float limit (then every later sum is
+    infinite or NaN, or an addition raised, and the costs are added again one by one)."""
+    try:
+        result = reduce(operator.add, costs, total)
+    except OverflowError:
+        result = math.inf
+    if isinstance(result, int) or math.isfinite(result):
+        return result
+    for cost in costs:
+        total = _add(total, cost)
+    return total
+
+
 class Shape(NamedTuple):
     """What --stats tells of the tree: as Tree.children() and Tree.path() would count them."""
 
@@ -50,7 +66,7 @@ class StatsCounter:
         self.tools: Counter[str] = Counter()
         self.tokens: dict[str, int | float] = dict.fromkeys(TOKEN_KEYS, 0)
         self.cost: int | float = 0.0
-        # a worker's costs, in order, to be added to the parent's sum (a float sum depends on its order)
+        # costs in order, to be added to the sum by `settle` or a merge (a float sum depends on its order)
         self.cost_log: list[int | float] | None = None
 
     def add(self, entry: dict) -> None:
@@ -96,9 +112,17 @@ class StatsCounter:
                 mine[key] += count
         for key in TOKEN_KEYS:
             self.tokens[key] += later.tokens[key]
-        for cost in later.cost_log or ():
-            self.cost = _add(self.cost, cost)
+        if self.cost_log is None:
+            self.cost = _fold(self.cost, later.cost_log or [])
+        else:
+            self.cost_log += later.cost_log or []
         return True
+
+    def settle(self) -> None:
+        """Add the logged costs to the sum, in their order."""
+        if self.cost_log:
+            self.cost = _fold(self.cost, self.cost_log)
+        self.cost_log = None
 
     def result(self, tree: Tree) -> dict:
         """The counts, with the shape of `tree` (built from the same entries' columns)."""
@@ -108,6 +132,7 @@ class StatsCounter:
 
     def shaped(self, shape: Shape) -> dict:
         """The counts, with the tree's shape."""
+        self.settle()
         return {
             "entries": shape.entries,
             "types": dict(self.types.most_common()),

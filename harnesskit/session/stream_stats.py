@@ -1,13 +1,15 @@
 """`inspect --stats` of a streamed session: the counts and the tree's shape, in one process or, for
 a big v3 file on a machine with a core to spare, in two.
 
-No entry and no column is kept: each entry adds to the counters and takes its place in the tree's
-shape, its id's position in a dict (the later one wins, as in Tree.by_id), its depth and its number
-of children in arrays. That is the tree's own shape when every parentId names an earlier entry and
-no id is there twice: then the tree has no diagnostic and no link forward. Otherwise (a damaged
-tree, rare) the file is read a second time for the tree's columns, and the tree built from them as
-`load_session` builds it. A file that cannot be read twice (a pipe) is counted as `Columns` from the
-start, which is also the exact reference the tests hold the rest to.
+No entry and no column is kept. The entries of a file run in chains (each the child of the one
+before) broken by a few others (a root, or the child of an earlier entry: a branch); a run of
+entries is told by its ids' positions (a dict: the later one wins, as in Tree.by_id), where each
+break is and its depth, and how many children an earlier entry gets from breaks. That is the tree's
+own shape when every parentId names an earlier entry and no id is there twice: then the tree has no
+diagnostic and no link forward. Otherwise (a damaged tree, rare) the file is read a second time for
+the tree's columns, and the tree built from them as `load_session` builds it. A file that cannot be
+read twice (a pipe) is counted as `Columns` from the start, which is also the exact reference the
+tests hold the rest to.
 
 A big v3 file's message lines are first decoded by msgspec into typed.py's counted Structs (cheaper
 than orjson's dicts, and read by attribute); a line they refuse takes the stream's own path, so each
@@ -25,13 +27,15 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from array import array
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from itertools import chain
+from operator import attrgetter
 
 from . import split
 from .reader import MAX_DEPTH, Diagnostic
-from .stats import Shape, StatsCounter, _add
+from .stats import TOKEN_KEYS, Shape, StatsCounter
 from .stream import Stream, open_stream
 from .tree import Tree
 
@@ -49,8 +53,10 @@ class Tally:
 
     counter: StatsCounter = field(default_factory=StatsCounter)
     index: dict[str, int] = field(default_factory=dict)  # id -> position in the run (the later one wins)
-    depths: array = field(default_factory=lambda: array("q"))  # each entry's, anchored (_ANCHOR)
-    kids: array = field(default_factory=lambda: array("q"))  # each entry's number of children
+    entries: int = 0
+    breaks: list[int] = field(default_factory=list)  # the positions of the entries that follow no entry before
+    starts: list[int] = field(default_factory=list)  # and their depths, anchored (_ANCHOR)
+    far: dict[int, int] = field(default_factory=dict)  # position -> its children that are breaks
     outside: list[str] = field(default_factory=list)  # parentIds that name no earlier entry of the run
     roots: int = 0
     unnamed: int = 0  # entries without a string id
@@ -60,42 +66,101 @@ class Tally:
 
     def whole(self) -> bool:
         """Whether the shape is the tree's: no id twice, no parentId that names no earlier entry."""
-        return not self.outside and len(self.index) + self.unnamed == len(self.kids)
+        return not self.outside and len(self.index) + self.unnamed == self.entries
+
+    def children(self) -> tuple[int, int]:
+        """(leaves, entries with one child): an entry has a child in its chain unless the entry after
+        it is a break, and one more for each break below it."""
+        n, far = self.entries, self.far
+        broken = set(self.breaks)
+        chained = n - 1 - len(broken) + (0 in broken) if n else 0  # entries whose next entry is their child
+        leaves, ones = n - chained, chained
+        for pos, count in far.items():
+            if pos + 1 < n and pos + 1 not in broken:
+                ones -= 1  # one in its chain, and more
+            else:
+                leaves -= 1
+                ones += count == 1
+        return leaves, ones
+
+    def segments(self) -> Iterable[int]:
+        """The depth of each chain's last entry (anchored as its start)."""
+        ends = [*self.breaks[1:], self.entries]
+        return map(int.__add__, self.starts, map(int.__sub__, ends, map((1).__add__, self.breaks)))
+
+    def depth_at(self, pos: int) -> int:
+        i = bisect_right(self.breaks, pos) - 1
+        return self.starts[i] + pos - self.breaks[i]
 
 
 def tally(stream: Stream, into: Tally, on_diagnostic: Callable[[Diagnostic], None], typed_lane: bool = False) -> Tally:
-    """Count the entries of `stream` into `into` (after those it holds); `typed_lane`: msgspec first."""
-    counter, index, depths, kids, outside = into.counter, into.index, into.depths, into.kids, into.outside
-    deeper, born = depths.append, kids.append
-    roots, unnamed, last = into.roots, into.unnamed, into.last
+    """Count the entries of `stream` into `into` (after those it holds); `typed_lane`: msgspec first.
+    (One function of closures, as the counting is most of --stats' own time: callgrind counts a call
+    per line and each attribute of an object as a tenth of it.)"""
+    counter, index, far, outside, breaks, starts = into.counter, into.index, into.far, into.outside, into.breaks, \
+        into.starts
+    entries, roots, unnamed, last = into.entries, into.roots, into.unnamed, into.last
 
-    def place(entry_id: object, parent: object) -> None:
-        """The entry after the last one: its depth, its parent's one more child, its id."""
-        nonlocal roots, unnamed, last
+    def branch(parent: object) -> None:
+        """The entry at `entries` follows no entry before: a root, or a child of an earlier one."""
+        nonlocal roots
         if parent.__class__ is not str:  # None, or not a string: a root (Tree.from_entries)
             roots += 1
             depth = 1
-        elif parent == last:
-            depth = depths[-1] + 1
-            kids[-1] += 1
         else:
-            up = index.get(parent)
+            up = index.get(parent)  # type: ignore[call-overload]
             if up is None:  # a parent in an earlier run, or none (then the tree is read again)
-                outside.append(parent)
+                outside.append(parent)  # type: ignore[arg-type]
                 depth = (len(outside) << _ANCHOR) + 1
             else:
-                depth = depths[up] + 1
-                kids[up] += 1
+                far[up] = far.get(up, 0) + 1
+                depth = into.depth_at(up) + 1
+        breaks.append(entries)
+        starts.append(depth)
+
+    def place(entry_id: object, parent: object) -> None:
+        """The entry after the last one."""
+        nonlocal entries, unnamed, last
+        if parent.__class__ is not str or parent != last:
+            branch(parent)
         if entry_id.__class__ is str:
-            index[entry_id] = len(kids)
-            last = entry_id
+            index[entry_id] = entries  # type: ignore[index]
+            last = entry_id  # type: ignore[assignment]
         else:
             unnamed += 1
             last = None
-        deeper(depth)
-        born(0)
+        entries += 1
 
-    take = _typed_take(counter, place) if typed_lane else None
+    take = None
+    batch: list = []  # the messages taken and not yet counted
+    if typed_lane:
+        from . import typed
+
+        decode, refused, counted = typed.decode_counted, typed.Refused, typed.CountedEntry
+        keep = batch.append
+        flush = _counting(counter, batch)
+
+        def take(raw: bytes, number: int) -> bool:
+            """A message line that typed.decode_counted reads: kept to be counted (`_counting`) and
+            placed as `place` places it (its id is a string, its parentId one or null)."""
+            nonlocal entries, last
+            try:
+                entry = decode(raw)
+            except refused:
+                return False
+            if entry.__class__ is not counted:
+                return False
+            keep(entry.message)
+            if len(batch) >= _BATCH:
+                flush()
+            parent = entry.parentId
+            if parent is None or parent != last:
+                branch(parent)
+            last = entry.id
+            index[last] = entries
+            entries += 1
+            return True
+
     add = counter.add
     try:
         for item in stream.items(take=take):
@@ -103,55 +168,66 @@ def tally(stream: Stream, into: Tally, on_diagnostic: Callable[[Diagnostic], Non
                 on_diagnostic(item)  # type: ignore[arg-type]
                 continue
             entry = item[1]  # type: ignore[index]
+            if batch:  # the messages before this entry are counted first (the order of first sightings, and of sums)
+                flush()
             add(entry)
             place(entry.get("id"), entry.get("parentId"))
             if entry["type"] == "session_info" and isinstance(entry.get("name"), str):
                 into.named, into.name = True, entry["name"].strip() or None
     finally:
-        into.roots, into.unnamed, into.last = roots, unnamed, last
+        into.entries, into.roots, into.unnamed, into.last = entries, roots, unnamed, last
+    if batch:
+        flush()
     return into
 
 
-def _typed_take(counter: StatsCounter, place: Callable[[object, object], None]) -> Callable[[bytes, int], bool]:
-    """Stream.items' `take` for tally: a message line that typed.decode_counted reads, counted as
-    StatsCounter.add counts its dict (what it refuses, the stream parses)."""
+_BATCH = 1024  # messages counted at a time: each count is then a C loop over them, not Python per message
+
+
+def _counting(counter: StatsCounter, batch: list) -> Callable[[], None]:
+    """What counts a batch of typed.py's counted messages into `counter` as StatsCounter.add counts
+    their dicts (roles, tool calls, tokens, costs), in C loops; the batch is emptied. Each count keeps
+    the order of first sightings (most_common's order of ties), and costs are logged in file order."""
+    import msgspec
+
     from . import typed
 
-    decode, refused, counted, assistant, tool_call = (typed.decode_counted, typed.Refused, typed.CountedEntry,
-                                                       typed.CountedAssistant, typed.ToolCall)
-    role_of = {typed.User: "user", assistant: "assistant", typed.ToolResult: "toolResult"}
     types, roles, tools, tokens = counter.types, counter.roles, counter.tools, counter.tokens
+    if counter.cost_log is None:
+        counter.cost_log = []  # summed in order by StatsCounter.settle, in C
+    logged = counter.cost_log.extend
+    role_of = ((typed.User, "user"), (typed.CountedAssistant, "assistant"), (typed.ToolResult, "toolResult"))
+    said, call, priced = (typed.CountedAssistant.__instancecheck__, typed.ToolCall.__instancecheck__,
+                          typed.CountedCost.__instancecheck__)  # (no class has a subclass)
+    content, name, usage, total = attrgetter("content"), attrgetter("name"), attrgetter("usage"), attrgetter("total")
+    row = msgspec.structs.astuple  # a usage's five counts and its cost, in typed.py's order (TOKEN_KEYS)
 
-    def take(raw: bytes, number: int) -> bool:
-        try:
-            entry = decode(raw)
-        except refused:
-            return False
-        if entry.__class__ is not counted:
-            return False
-        message = entry.message
-        types["message"] += 1
-        roles[role_of[message.__class__]] += 1
-        if message.__class__ is assistant:
-            for block in message.content:
-                if block.__class__ is tool_call:
-                    tools[block.name] += 1
-            usage = message.usage  # ints within 64 bits: adding one is what _add does (stats.py)
-            tokens["input"] += usage.input
-            tokens["output"] += usage.output
-            tokens["cacheRead"] += usage.cacheRead
-            tokens["cacheWrite"] += usage.cacheWrite
-            tokens["totalTokens"] += usage.totalTokens
-            cost = usage.cost
-            if cost is not typed.UNSET:
-                if counter.cost_log is None:
-                    counter.cost = _add(counter.cost, cost.total)
-                else:
-                    counter.cost_log.append(cost.total)
-        place(entry.id, entry.parentId)
-        return True
+    def flush() -> None:
+        types["message"] += len(batch)
+        kinds = list(map(type, batch))
+        for _, kind, role in sorted((kinds.index(kind), kind, role) for kind, role in role_of if kind in kinds):
+            roles[role] += kinds.count(kind)  # in the order of first sightings
+        assistants = list(filter(said, batch))
+        batch.clear()
+        if not assistants:
+            return
+        names = list(map(name, filter(call, chain.from_iterable(map(content, assistants)))))
+        distinct = dict.fromkeys(names)
+        if len(distinct) <= 64:  # a count per name, in C (a count for each is quadratic in the names)
+            for tool in distinct:
+                tools[tool] += names.count(tool)
+        else:
+            tools.update(names)
+        *counts, costs = zip(*map(row, map(usage, assistants)), strict=True)
+        for key, values in zip(TOKEN_KEYS, counts, strict=True):  # ints within 64 bits (typed.py)
+            if tokens[key].__class__ is int:
+                tokens[key] += sum(values)  # an int sum: in any order
+            else:  # a float count came first (the exact lane's): then each in turn, as _add does
+                for value in values:
+                    tokens[key] += value
+        logged(map(total, filter(priced, costs)))
 
-    return take
+    return flush
 
 
 def _typed_lane(stream: Stream, start: int) -> bool:
@@ -192,9 +268,9 @@ def stream_stats(stream: Stream, on_diagnostic: Callable[[Diagnostic], None]) ->
 
 def _shape_of(counted: Tally) -> Shape:
     """The shape of a whole run (Tally.whole)."""
-    kids = counted.kids
-    leaves = kids.count(0)
-    return Shape(len(kids), counted.roots, leaves, len(kids) - leaves - kids.count(1), max(counted.depths, default=0))
+    leaves, ones = counted.children()
+    n = counted.entries
+    return Shape(n, counted.roots, leaves, n - leaves - ones, max(counted.segments(), default=0))
 
 
 @dataclass
@@ -218,25 +294,19 @@ class _Half:
 
 
 def _half(counted: Tally, diagnostics: list[Diagnostic]) -> _Half:
-    kids, depths = counted.kids, counted.depths
     below = [0] * len(counted.outside)
     depth = 0
-    if below:
-        for d in depths:
-            anchor = d >> _ANCHOR
-            if anchor:
-                if d & _BELOW > below[anchor - 1]:
-                    below[anchor - 1] = d & _BELOW
-            elif d > depth:
-                depth = d
-    else:
-        depth = max(depths, default=0)
+    for d in counted.segments():  # one per chain
+        anchor = d >> _ANCHOR
+        if anchor:
+            below[anchor - 1] = max(below[anchor - 1], d & _BELOW)
+        elif d > depth:
+            depth = d
     ids = "\0".join(counted.index)
     joined = len(counted.index) > 0 and ids.count("\0") == len(counted.index) - 1
-    leaves = kids.count(0)
-    return _Half(counted.counter, diagnostics, len(kids), counted.roots, leaves, kids.count(1), depth,
-                 counted.outside, below, len(counted.index) + counted.unnamed == len(kids), ids if joined else "",
-                 None if joined else list(counted.index), counted.named, counted.name)
+    return _Half(counted.counter, diagnostics, counted.entries, counted.roots, *counted.children(), depth,
+                 counted.outside, below, len(counted.index) + counted.unnamed == counted.entries,
+                 ids if joined else "", None if joined else list(counted.index), counted.named, counted.name)
 
 
 def _split(stream: Stream, cut: int, typed_lane: bool,
@@ -273,17 +343,18 @@ def _joined(counted: Tally, theirs: _Half) -> Shape | None:
     if not (counted.whole() and theirs.whole) or not index.keys().isdisjoint(
             theirs.ids.split("\0") if theirs.id_list is None else theirs.id_list):
         return None
-    kids, depths = counted.kids, counted.depths
-    depth = max(max(depths, default=0), theirs.depth)
+    depth = max(max(counted.segments(), default=0), theirs.depth)
+    far = counted.far
     for parent, below in zip(theirs.outside, theirs.below, strict=True):
         up = index.get(parent)
         if up is None:
             return None
-        kids[up] += 1
-        depth = max(depth, depths[up] + below)
-    leaves = kids.count(0) + theirs.leaves
-    entries = len(kids) + theirs.entries
-    return Shape(entries, counted.roots + theirs.roots, leaves, entries - leaves - kids.count(1) - theirs.ones, depth)
+        far[up] = far.get(up, 0) + 1
+        depth = max(depth, counted.depth_at(up) + below)
+    leaves, ones = counted.children()
+    entries = counted.entries + theirs.entries
+    return Shape(entries, counted.roots + theirs.roots, leaves + theirs.leaves,
+                 entries - leaves - theirs.leaves - ones - theirs.ones, depth)
 
 
 def _worker(stream: Stream, cut: int, typed_lane: bool, conn) -> None:  # noqa: ANN001 - a multiprocessing Connection

@@ -128,7 +128,7 @@ Refused = (msgspec.DecodeError, RecursionError)  # msgspec.ValidationError is a 
 _Int64 = Annotated[int, Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
 
 
-class _CountedCost(Struct, forbid_unknown_fields=True, gc=False):
+class CountedCost(Struct, forbid_unknown_fields=True, gc=False):
     input: float = 0
     output: float = 0
     cacheRead: float = 0
@@ -142,7 +142,7 @@ class _CountedUsage(Struct, forbid_unknown_fields=True, gc=False):
     cacheRead: _Int64 = 0
     cacheWrite: _Int64 = 0
     totalTokens: _Int64 = 0
-    cost: _CountedCost | UnsetType = UNSET
+    cost: CountedCost | UnsetType = UNSET
 
 
 class CountedAssistant(Assistant, tag="assistant"):

@@ -63,25 +63,24 @@ def assert_lanes_agree(run, path: Path, monkeypatch: pytest.MonkeyPatch, json_to
 
 @pytest.fixture
 def lanes_seen(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Which way each run went: 'typed' for a line msgspec counted, 'reread' for a tree read again."""
+    """Which way each run went: 'typed' when msgspec's lane counted messages, 'columns' for columns read."""
     seen: list[str] = []
-    take, columns = stream_stats._typed_take, stream_stats._columns
+    counting, columns = stream_stats._counting, stream_stats._columns
 
-    def typed_take(*args: object):  # noqa: ANN202
-        inner = take(*args)
+    def typed_counting(counter: object, batch: list):  # noqa: ANN202
+        flush = counting(counter, batch)
 
-        def spying(raw: bytes, number: int) -> bool:
-            taken = inner(raw, number)
-            if taken and "typed" not in seen:
+        def spying() -> None:
+            if batch and "typed" not in seen:
                 seen.append("typed")
-            return taken
+            flush()
         return spying
 
     def counting_columns(*args: object):  # noqa: ANN202
         seen.append("columns")
         return columns(*args)
 
-    monkeypatch.setattr(stream_stats, "_typed_take", typed_take)
+    monkeypatch.setattr(stream_stats, "_counting", typed_counting)
     monkeypatch.setattr(stream_stats, "_columns", counting_columns)
     return seen
 
