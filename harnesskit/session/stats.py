@@ -7,8 +7,11 @@ columns for the tree's shape), so `--stats` streams; `session_stats(tree)` count
 from __future__ import annotations
 
 import math
+import operator
 from array import array
 from collections import Counter
+from functools import reduce
+from typing import NamedTuple
 
 from .tree import Tree
 
@@ -32,6 +35,30 @@ def _add(total: int | float, value: int | float) -> int | float:
     return result if isinstance(result, int) or math.isfinite(result) else int(total) + int(value)
 
 
+def _fold(total: int | float, costs: list[int | float]) -> int | float:
+    """`_add` of each cost in turn, in C where no sum meets the float limit (then every later sum is
+    infinite or NaN, or an addition raised, and the costs are added again one by one)."""
+    try:
+        result = reduce(operator.add, costs, total)
+    except OverflowError:
+        result = math.inf
+    if isinstance(result, int) or math.isfinite(result):
+        return result
+    for cost in costs:
+        total = _add(total, cost)
+    return total
+
+
+class Shape(NamedTuple):
+    """What --stats tells of the tree: as Tree.children() and Tree.path() would count them."""
+
+    entries: int
+    roots: int
+    leaves: int
+    branch_points: int
+    depth: int
+
+
 class StatsCounter:
     def __init__(self) -> None:
         self.types: Counter[str] = Counter()
@@ -39,7 +66,7 @@ class StatsCounter:
         self.tools: Counter[str] = Counter()
         self.tokens: dict[str, int | float] = dict.fromkeys(TOKEN_KEYS, 0)
         self.cost: int | float = 0.0
-        # a worker's costs, in order, to be added to the parent's sum (a float sum depends on its order)
+        # costs in order, to be added to the sum by `settle` or a merge (a float sum depends on its order)
         self.cost_log: list[int | float] | None = None
 
     def add(self, entry: dict) -> None:
@@ -85,23 +112,35 @@ class StatsCounter:
                 mine[key] += count
         for key in TOKEN_KEYS:
             self.tokens[key] += later.tokens[key]
-        for cost in later.cost_log or ():
-            self.cost = _add(self.cost, cost)
+        if self.cost_log is None:
+            self.cost = _fold(self.cost, later.cost_log or [])
+        else:
+            self.cost_log += later.cost_log or []
         return True
+
+    def settle(self) -> None:
+        """Add the logged costs to the sum, in their order."""
+        if self.cost_log:
+            self.cost = _fold(self.cost, self.cost_log)
+        self.cost_log = None
 
     def result(self, tree: Tree) -> dict:
         """The counts, with the shape of `tree` (built from the same entries' columns)."""
         get = tree.by_id.get  # each entry's parent position, looked up once for both walks
         up = [None if parent is None else get(parent) for parent in tree.parents]
-        roots, leaves, branch_points = _shape(up)
+        return self.shaped(Shape(len(tree), *_shape(up), _depth(tree, up)))
+
+    def shaped(self, shape: Shape) -> dict:
+        """The counts, with the tree's shape."""
+        self.settle()
         return {
-            "entries": len(tree),
+            "entries": shape.entries,
             "types": dict(self.types.most_common()),
             "roles": dict(self.roles.most_common()),
-            "branch_points": branch_points,
-            "leaves": leaves,
-            "roots": roots,
-            "depth": _depth(tree, up),
+            "branch_points": shape.branch_points,
+            "leaves": shape.leaves,
+            "roots": shape.roots,
+            "depth": shape.depth,
             "tool_calls": dict(self.tools.most_common()),
             "tokens": {k: int(self.tokens[k]) for k in TOKEN_KEYS},
             "cost": round(self.cost, 6),

@@ -119,3 +119,38 @@ class _NeverEntry(_Entry, tag="\x00"):
 
 decode = msgspec.json.Decoder(MessageEntry | _NeverEntry).decode
 Refused = (msgspec.DecodeError, RecursionError)  # msgspec.ValidationError is a DecodeError
+
+
+# -- inspect --stats: the same Structs, with the usage numbers as orjson reads them ----------------
+# validate proves them as floats; --stats sums them. A token count here is an integer within 64 bits
+# (what orjson reads as an int: a longer one it reads as a float, and a float token count takes the
+# exact lane), so adding it gives what the reader's dict gives; a cost is such an int or a float.
+_Int64 = Annotated[int, Meta(ge=-(1 << 63), le=(1 << 63) - 1)]
+
+
+class CountedCost(Struct, forbid_unknown_fields=True, gc=False):
+    input: float = 0
+    output: float = 0
+    cacheRead: float = 0
+    cacheWrite: float = 0
+    total: _Int64 | float = 0
+
+
+class _CountedUsage(Struct, forbid_unknown_fields=True, gc=False):
+    input: _Int64 = 0
+    output: _Int64 = 0
+    cacheRead: _Int64 = 0
+    cacheWrite: _Int64 = 0
+    totalTokens: _Int64 = 0
+    cost: CountedCost | UnsetType = UNSET
+
+
+class CountedAssistant(Assistant, tag="assistant"):
+    usage: _CountedUsage
+
+
+class CountedEntry(_Entry, tag="message"):
+    message: User | CountedAssistant | ToolResult
+
+
+decode_counted = msgspec.json.Decoder(CountedEntry | _NeverEntry).decode
