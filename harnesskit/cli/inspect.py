@@ -33,7 +33,7 @@ from harnesskit.text import escape_json
 
 from . import render, table
 from .errors import Fail
-from .output import Checked, emit
+from .output import Checked, emit, shared_output
 from .progress import file_size, progress
 from .refs import open_for_reading, resolve_leaf, session_path, warn_diagnostic
 from .rows import COLUMNS, RIGHT, describe, entry_row, fit_line, header_line, label_of, shown
@@ -238,11 +238,13 @@ class Carry:
         return before
 
 
-def carried_rows(stream: Stream, body: interleave.Body, carry: Carry, watch: TreeWatch) -> Iterator[bytes]:
+def carried_rows(stream: Stream, body: interleave.Body, carry: Carry, watch: TreeWatch,
+                 checked: Callable[[bytes], bool]) -> Iterator[bytes]:
     """The body's chunks of the whole stream: from two processes taking turns when the file is big and a
-    core is free, else from this one."""
+    core is free (the worker printing its own blocks on stdout, unless that is a terminal), else from
+    this one. `checked(chunk)`: the chunk needs no pass of emit's guard (see `output.Checked`)."""
     warn = partial(warn_diagnostic, stream.path)
-    chunks = interleave.rows(stream, body, carry, Carry, watch, warn)
+    chunks = interleave.rows(stream, body, carry, Carry, watch, warn, shared_output(checked))
     return body(stream.items(watch), carry, warn) if chunks is None else chunks
 
 
@@ -251,7 +253,7 @@ def table_rows(stream: Stream, fmt: str, cols: int | None) -> Iterator[str | byt
     layout = entries_layout(fmt, cols, len(str(max(stream.size // 20, 1))))
     yield from layout.head()
     carry, watch = Carry(), TreeWatch()
-    yield from carried_rows(stream, partial(table_body, layout), carry, watch)
+    yield from carried_rows(stream, partial(table_body, layout), carry, watch, _unchecked)
     tree_warnings(stream, watch)
     yield from layout.end()
     leaf, name = carry.leaf, carry.name
@@ -333,13 +335,21 @@ def raw_json_chunks(stream: Stream) -> Iterator[bytes | Checked]:
     """The rows of v3 entries in chunks of encoded lines: each entry is its line as written (exact JSON,
     not encoded again), after a head encoded by orjson; DEL and C1 as escapes (see `escape_json`)."""
     carry, watch = Carry(), TreeWatch()
-    for chunk in carried_rows(stream, json_body, carry, watch):
-        # valid JSON has no raw control byte but whitespace: of what the guard of `emit` changes, only a
-        # CR between tokens (DEL and C1 are escaped), so a chunk without one skips its pass over every byte
-        yield chunk if b"\r" in chunk else Checked(chunk)
+    for chunk in carried_rows(stream, json_body, carry, watch, _without_cr):
+        yield Checked(chunk) if _without_cr(chunk) else chunk
     if carry.count:
         yield carry.held_leaf
     tree_warnings(stream, watch)
+
+
+def _without_cr(chunk: bytes) -> bool:
+    # valid JSON has no raw control byte but whitespace: of what the guard of `emit` changes, only a
+    # CR between tokens (DEL and C1 are escaped), so a chunk without one skips its pass over every byte
+    return b"\r" not in chunk
+
+
+def _unchecked(chunk: bytes) -> bool:
+    return False
 
 
 def json_body(items: Iterable[tuple[int, dict | tuple, bytes] | Diagnostic], carry: Carry,

@@ -16,7 +16,7 @@ import orjson
 
 from harnesskit.session import typed
 from harnesskit.session.typed import Assistant, Image, Text, ToolCall, ToolResult, User
-from harnesskit.text import one_line
+from harnesskit.text import one_line, squeezed
 
 from .table import fit
 
@@ -30,7 +30,7 @@ def blocks_text(content: str | list, limit: int) -> str:
     if len(content) == 1 and content[0].__class__ is Text:  # one text block: most messages
         text = content[0].text
         if len(text) <= limit + 8:
-            return " ".join(text.split())
+            return squeezed(text)
         return one_line(text, limit)
     parts: list[str] = []
     size = 0

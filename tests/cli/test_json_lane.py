@@ -180,3 +180,18 @@ def test_damaged_fixtures(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, 
     path = tmp_path / "case.jsonl"
     path.write_bytes(mutate(seed.read_bytes(), damage))
     assert_same(run, path, monkeypatch)
+
+
+_SPACES = " \n\t\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2028\u2029\u3000"
+_TEXT = st.text(st.sampled_from([*_SPACES, "a", "b", "→", "é", "漢", "\x07", "\u0301", "\ud800"]), max_size=40)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(text=_TEXT | st.text(st.sampled_from(" \na→"), max_size=12) | st.text(max_size=40), limit=st.integers(0, 30))
+def test_the_squeeze_and_the_cut_measure_nothing_they_would_change(text: str, limit: int) -> None:
+    """text.squeezed is the split and join it skips; table.fit's unmeasured half-width is what measuring says."""
+    from harnesskit.cli import table
+    from harnesskit.text import squeezed
+
+    assert squeezed(text) == " ".join(text.split())
+    assert table.fit(text, limit) == table.fit_measured(text, limit)[0]
