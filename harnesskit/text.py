@@ -80,10 +80,21 @@ def one_line(text: str, limit: int | None = None) -> str:
     """`text` on one line, whitespace collapsed; with a `limit`, only as much of it as shows more
     than `limit` characters (so a megabyte tool output is never joined to show a row)."""
     if limit is None or len(text) <= limit + 8:
-        return " ".join(text.split())
+        return squeezed(text)
     size = limit + 8
     while True:
-        head = " ".join(text[:size].split())
+        head = squeezed(text[:size])
         if len(head) > limit or size >= len(text):
             return head
         size *= 4
+
+
+def squeezed(text: str) -> str:
+    """`" ".join(text.split())`: each run of whitespace one space, none at the ends. Most text needs
+    no split: when its only whitespace is spaces and newlines (a printable text has no other), none
+    of them side by side but at the ends, it is the text with each newline a space and its ends
+    stripped, found by C loops without a list of words."""
+    flat = (text.replace("\n", " ") if "\n" in text else text).strip(" ")
+    if flat.isprintable() and "  " not in flat:
+        return flat
+    return " ".join(text.split())

@@ -25,7 +25,7 @@ import orjson
 from harnesskit.session import interleave
 from harnesskit.session.format import session_name
 from harnesskit.session.loader import Session, SessionError, load_session
-from harnesskit.session.reader import Diagnostic
+from harnesskit.session.reader import MAX_DEPTH, Diagnostic
 from harnesskit.session.stats import session_stats
 from harnesskit.session.stream import Stream, TreeWatch, open_stream, tree_diagnostics
 from harnesskit.session.tree import Tree, build_context
@@ -33,12 +33,13 @@ from harnesskit.text import escape_json
 
 from . import render, table
 from .errors import Fail
-from .output import Checked, emit
+from .output import Checked, emit, shared_output
 from .progress import file_size, progress
 from .refs import open_for_reading, resolve_leaf, session_path, warn_diagnostic
 from .rows import COLUMNS, RIGHT, describe, entry_row, fit_line, header_line, label_of, shown
 
 JSON_SUMMARY = 240  # characters of `summary` in --json rows (the whole entry is in `entry`)
+_FAST_MIN_BYTES = 4 << 20  # --json's msgspec lane (typed_rows) for this many bytes of lines or more (tests: 0)
 
 
 
@@ -237,11 +238,13 @@ class Carry:
         return before
 
 
-def carried_rows(stream: Stream, body: interleave.Body, carry: Carry, watch: TreeWatch) -> Iterator[bytes]:
+def carried_rows(stream: Stream, body: interleave.Body, carry: Carry, watch: TreeWatch,
+                 checked: Callable[[bytes], bool]) -> Iterator[bytes]:
     """The body's chunks of the whole stream: from two processes taking turns when the file is big and a
-    core is free, else from this one."""
+    core is free (the worker printing its own blocks on stdout, unless that is a terminal), else from
+    this one. `checked(chunk)`: the chunk needs no pass of emit's guard (see `output.Checked`)."""
     warn = partial(warn_diagnostic, stream.path)
-    chunks = interleave.rows(stream, body, carry, Carry, watch, warn)
+    chunks = interleave.rows(stream, body, carry, Carry, watch, warn, shared_output(checked))
     return body(stream.items(watch), carry, warn) if chunks is None else chunks
 
 
@@ -250,7 +253,7 @@ def table_rows(stream: Stream, fmt: str, cols: int | None) -> Iterator[str | byt
     layout = entries_layout(fmt, cols, len(str(max(stream.size // 20, 1))))
     yield from layout.head()
     carry, watch = Carry(), TreeWatch()
-    yield from carried_rows(stream, partial(table_body, layout), carry, watch)
+    yield from carried_rows(stream, partial(table_body, layout), carry, watch, _unchecked)
     tree_warnings(stream, watch)
     yield from layout.end()
     leaf, name = carry.leaf, carry.name
@@ -321,6 +324,10 @@ def json_rows(stream: Stream) -> Iterator[str | bytes | Checked]:
         if held is not None:
             yield json_text(held, True, False)
         return
+    if stream.size - stream._offset >= _FAST_MIN_BYTES and sys.getrecursionlimit() <= MAX_DEPTH:
+        from .typed_rows import json_facts  # msgspec and its decoder: only where they pay (see check._typed_lane)
+
+        stream.fast = json_facts(JSON_SUMMARY)
     yield from raw_json_chunks(stream)
 
 
@@ -328,39 +335,52 @@ def raw_json_chunks(stream: Stream) -> Iterator[bytes | Checked]:
     """The rows of v3 entries in chunks of encoded lines: each entry is its line as written (exact JSON,
     not encoded again), after a head encoded by orjson; DEL and C1 as escapes (see `escape_json`)."""
     carry, watch = Carry(), TreeWatch()
-    for chunk in carried_rows(stream, json_body, carry, watch):
-        # valid JSON has no raw control byte but whitespace: of what the guard of `emit` changes, only a
-        # CR between tokens (DEL and C1 are escaped), so a chunk without one skips its pass over every byte
-        yield chunk if b"\r" in chunk else Checked(chunk)
+    for chunk in carried_rows(stream, json_body, carry, watch, _without_cr):
+        yield Checked(chunk) if _without_cr(chunk) else chunk
     if carry.count:
         yield carry.held_leaf
     tree_warnings(stream, watch)
 
 
-def json_body(items: Iterable[tuple[int, dict, bytes] | Diagnostic], carry: Carry,
+def _without_cr(chunk: bytes) -> bool:
+    # valid JSON has no raw control byte but whitespace: of what the guard of `emit` changes, only a
+    # CR between tokens (DEL and C1 are escaped), so a chunk without one skips its pass over every byte
+    return b"\r" not in chunk
+
+
+def _unchecked(chunk: bytes) -> bool:
+    return False
+
+
+def json_body(items: Iterable[tuple[int, dict | tuple, bytes] | Diagnostic], carry: Carry,
               warn: Callable[[Diagnostic], None]) -> Iterator[bytes]:
-    """raw_json_chunks' rows of `items`, the last one held back in `carry` (it may be the leaf's)."""
+    """raw_json_chunks' rows of `items`, the last one held back in `carry` (it may be the leaf's). An
+    entry is a dict, or the facts of the --json lane (typed_rows.json_facts) for a line it took."""
     dumps, summary, cut = orjson.dumps, render.entry_summary, table.fit
     out: list[bytes] = [carry.held] if carry.count else []  # the last row waits: it may be the leaf
     size = 1 if carry.count == 0 else 256  # the first rows go at once, then in bigger and bigger chunks
-    last: tuple[int, dict, bytes] | None = None
+    last: tuple[int, dict | tuple, bytes] | None = None
     for item in items:
         if type(item) is Diagnostic:
             warn(item)
             continue
         last = item  # type: ignore[assignment]
         line, entry, content = item  # type: ignore[misc]
-        entry_id, parent, kind = entry.get("id"), entry.get("parentId"), entry["type"]
-        message = entry.get("message") if kind == "message" else None
-        try:
-            head = dumps({"kind": "entry", "line": line, "id": entry_id if type(entry_id) is str else None,
-                          "parentId": parent if type(parent) is str else None, "type": kind,
-                          "role": message.get("role") if type(message) is dict else None, "leaf": False,
-                          "summary": cut(summary(entry, JSON_SUMMARY), JSON_SUMMARY)})
-        except TypeError:  # a lone surrogate: the stdlib encodes it (render.json_line)
-            head = json_text(last, False, True).encode()
-            out.append(head + b"\n")
-            continue
+        if type(entry) is tuple:  # the lane's (id, parentId, role, summary)
+            head = dumps({"kind": "entry", "line": line, "id": entry[0], "parentId": entry[1], "type": "message",
+                          "role": entry[2], "leaf": False, "summary": entry[3]})
+        else:
+            entry_id, parent, kind = entry.get("id"), entry.get("parentId"), entry["type"]
+            message = entry.get("message") if kind == "message" else None
+            try:
+                head = dumps({"kind": "entry", "line": line, "id": entry_id if type(entry_id) is str else None,
+                              "parentId": parent if type(parent) is str else None, "type": kind,
+                              "role": message.get("role") if type(message) is dict else None, "leaf": False,
+                              "summary": cut(summary(entry, JSON_SUMMARY), JSON_SUMMARY)})
+            except TypeError:  # a lone surrogate: the stdlib encodes it (render.json_line)
+                head = json_text(last, False, True).encode()  # type: ignore[arg-type]
+                out.append(head + b"\n")
+                continue
         out.append(head[:-1] + b',"entry":' + content + b"}\n")
         if len(out) > size:
             yield _json_chunk(out[:-1])  # the last row waits: it may be the leaf
@@ -368,12 +388,21 @@ def json_body(items: Iterable[tuple[int, dict, bytes] | Diagnostic], carry: Carr
             size = min(2 * size, 256)  # rows of about a kilobyte: chunks of a few hundred KB
     if last is not None:
         carry.count += 1  # (rows were made: the held one is not the leaf's; the count is the table's)
-        carry.held, carry.held_leaf = _json_chunk(out[-1:]), _json_chunk([json_text(last, True, True).encode() + b"\n"])
+        carry.held, carry.held_leaf = _json_chunk(out[-1:]), _json_chunk([_leaf_row(last)])
         del out[-1:]
     elif out:
         del out[-1:]  # the held row, still held
     if out:
         yield _json_chunk(out)
+
+
+def _leaf_row(item: tuple[int, dict | tuple, bytes]) -> bytes:
+    line, entry, content = item
+    if type(entry) is not tuple:
+        return json_text(item, True, True).encode() + b"\n"  # type: ignore[arg-type]
+    head = orjson.dumps({"kind": "entry", "line": line, "id": entry[0], "parentId": entry[1], "type": "message",
+                         "role": entry[2], "leaf": True, "summary": entry[3]})
+    return head[:-1] + b',"entry":' + content + b"}\n"  # (DEL and C1: escaped by _json_chunk)
 
 
 def _json_chunk(rows: list[bytes]) -> bytes:

@@ -21,7 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple, TextIO
 
 from harnesskit.text import visible
@@ -42,6 +42,36 @@ class Checked(NamedTuple):
     """A chunk of encoded lines in which the guard would change no byte (its maker made sure)."""
 
     data: bytes
+
+
+class SharedOutput:
+    """stdout as a forked worker shares it to print its own chunks in turn (session.interleave's
+    Handover): the parent flushes what it has written, the worker writes a chunk as `_write` would,
+    through the same guard unless `checked(chunk)` vouches, as `Checked` does, that it changes nothing."""
+
+    def __init__(self, fd: int, checked: Callable[[bytes], bool]) -> None:
+        self.fd, self.checked = fd, checked
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+        sys.stdout.buffer.flush()
+
+    def write(self, data: bytes) -> None:
+        if not self.checked(data) and _unsafe(data):
+            data = visible(data.decode("utf-8", "replace")).encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view):]
+
+
+def shared_output(checked: Callable[[bytes], bool]) -> SharedOutput | None:
+    """stdout to share, or None where `emit` may not write to its file descriptor: a terminal (where
+    a pager may take the lines), or no descriptor at all (output captured in memory)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # (io.UnsupportedOperation is both)
+        return None
+    return None if sys.stdout.isatty() else SharedOutput(fd, checked)
 
 
 def _pager_command() -> list[str] | None:

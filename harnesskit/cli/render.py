@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 import orjson
 
 from harnesskit.session.tree import Tree
-from harnesskit.text import escape_json, one_line, visible
+from harnesskit.text import escape_json, one_line, squeezed, visible
 
 from .table import fit
 
@@ -43,8 +43,8 @@ def blocks_text(content: object, limit: int | None = None) -> str:
             text = block.get("text", "")
             if text.__class__ is str:
                 if limit is None or len(text) <= limit + 8:
-                    return " ".join(text.split())
-                head = " ".join(text[: limit + 8].split())  # one_line's first try, without the call
+                    return squeezed(text)
+                head = squeezed(text[: limit + 8])  # one_line's first try, without the call
                 if len(head) > limit:
                     return head
             return one_line(str(text), limit)

@@ -50,6 +50,8 @@ def display_width(text: str) -> int:
 def fit(text: str, width: int) -> str:
     """`text` cut to at most `width` display columns, an ellipsis marking the cut. Only the first
     `width` characters are measured, so a long text costs no more than a short one."""
+    if len(text) * 2 <= width:  # no character takes more than two columns: it fits, unmeasured
+        return text
     return fit_measured(text, width)[0]
 
 

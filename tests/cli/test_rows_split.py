@@ -253,3 +253,59 @@ def test_two_processes_stay_small(big: Path) -> None:
         peaks = split_peaks(["inspect", str(big), *mode], _env())
         assert peaks["0"][1] == 0 < peaks["1"][1]  # a worker ran only when asked to
         assert sum(peaks["1"]) < 2.5 * peaks["0"][0]
+
+
+# the command in a real process, with interleave.BLOCK set and each write of the worker's own counted
+# (its first few slowed down: a parent that did not wait for them would print in between)
+_PRINTED = """
+import sys, time
+from harnesskit.cli import output
+from harnesskit.session import interleave
+interleave.BLOCK, marks = int(sys.argv.pop(1)), sys.argv.pop(1)
+write, slow = output.SharedOutput.write, [0.1] * 4
+def counted(self, data):
+    with open(marks, "a") as fp:
+        fp.write("w")
+    time.sleep(slow.pop() if slow else 0)
+    write(self, data)
+output.SharedOutput.write = counted
+from harnesskit.cli import main
+main()
+"""
+
+
+def printed(path: Path, mode: list[str], block: int, split_it: bool, into: Path | None) -> tuple:
+    """(exit code, stdout, stderr, the worker's writes) of `inspect` writing into a file or a pipe."""
+    marks = path.with_suffix(".marks")
+    marks.unlink(missing_ok=True)
+    argv = [sys.executable, "-c", _PRINTED, str(block), str(marks), "inspect", str(path), "--width", "100", *mode]
+    env = _env(HARNESSKIT_SPLIT="1" if split_it else "0")
+    if into is None:
+        done = subprocess.run(argv, capture_output=True, env=env, timeout=120, check=False)
+        out = done.stdout
+    else:
+        with into.open("wb") as fp:
+            done = subprocess.run(argv, stdout=fp, stderr=subprocess.PIPE, env=env, timeout=120, check=False)
+        out = into.read_bytes()
+    return done.returncode, out, done.stderr, len(marks.read_text()) if marks.exists() else 0
+
+
+def test_the_worker_prints_its_own_blocks(tmp_path: Path) -> None:
+    """Where stdout is a file or a pipe, the worker writes its blocks there itself, in turn: the same
+    bytes as one process, stdout and stderr (damage, a missing newline, DEL, C1, a CR, a held leaf)."""
+    entries = chain(400)
+    entries[40]["message"]["content"] = "bell\x07 esc\x1b[2J del\x7f c1\x9b ok"
+    entries[300]["parentId"] = "ffffffff"
+    damaged = write_lines(tmp_path / "damaged.jsonl", [HEADER, *entries])
+    lines = damaged.read_bytes().replace(b'"parentId":', b'"parentId":\r', 1).splitlines(keepends=True)
+    lines[100] = b"\x00\xff not json\n"
+    damaged.write_bytes(b"".join(lines) + b"\n\nnot json\n[1]")
+    files = [generate.generate(tmp_path / "s.jsonl", 2000, seed=5), damaged]
+    for path in files:
+        for mode in (["--json"], []):
+            one = printed(path, mode, 1 << 20, False, None)
+            assert one[0] == 0 and one[3] == 0
+            for block, into in ((1 << 12, None), (1 << 14, tmp_path / "out"), (1, tmp_path / "out")):
+                code, out, err, writes = printed(path, mode, block, True, into)
+                assert (code, out, err) == one[:3], (path.name, mode, block, into)
+                assert writes > (2 if block < 1 << 14 else 0), (path.name, mode, block)

@@ -1,0 +1,86 @@
+"""inspect --json's msgspec lane: a message line decoded by typed.py (validate's one-call parse and
+proof) into Structs, and its row's facts taken from them instead of from orjson's dict of the line.
+
+A row of --json needs the entry's id, parentId, role and summary; the entry itself is its line as
+written. typed.decode builds fewer and smaller objects than orjson does, and a Struct's attributes cost
+less to read than a dict's keys. `message_summary` here is render.message_summary over those Structs:
+the two must agree on every line the decoder accepts (tests/cli/test_json_lane.py holds them to one
+another through the whole command). Anything the lane cannot take exactly is None, and read as before:
+a line typed.decode refuses (not a message, not schema-valid, not UTF-8, a duplicate tag...), and a
+toolCall whose arguments hold an integer beyond 64 bits (orjson reads it as a float, msgspec as an int).
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from harnesskit.session import typed
+from harnesskit.session.typed import Assistant, Image, Text, ToolCall, ToolResult, User
+from harnesskit.text import one_line, squeezed
+
+from .table import fit
+
+_ROLES = {User: "user", Assistant: "assistant", ToolResult: "toolResult"}
+
+
+def blocks_text(content: str | list, limit: int) -> str:
+    """render.blocks_text of a message's content as typed.py decodes it (a string or blocks)."""
+    if content.__class__ is str:
+        return one_line(content, limit)  # type: ignore[arg-type]
+    if len(content) == 1 and content[0].__class__ is Text:  # one text block: most messages
+        text = content[0].text
+        if len(text) <= limit + 8:
+            return squeezed(text)
+        return one_line(text, limit)
+    parts: list[str] = []
+    size = 0
+    for block in content:
+        if size > limit:
+            break
+        kind = block.__class__
+        if kind is Text:
+            part = one_line(block.text, limit)
+        elif kind is ToolCall:  # a TypeError for an integer orjson cannot write: the caller's fallback
+            part = f"→ {block.name} {orjson.dumps(block.arguments).decode()[: limit + 1]}"
+        elif kind is Image:
+            part = f"[image {block.mimeType}]".replace(" ]", "]")
+        else:
+            part = "[thinking]"
+        if part:
+            parts.append(part)
+            size += len(part) + 1
+    return " ".join(parts)
+
+
+def message_summary(message: User | Assistant | ToolResult, limit: int) -> str:
+    """render.message_summary of a typed.py message."""
+    kind = message.__class__
+    if kind is ToolResult:
+        return f"{message.toolName} {'✗' if message.isError else '→'} {blocks_text(message.content, limit)}"
+    text = blocks_text(message.content, limit)
+    if kind is Assistant:
+        stop = message.stopReason  # type: ignore[union-attr]
+        if stop == "error" or stop == "aborted":
+            text = f"[{stop}: {one_line(message.errorMessage or stop, limit)}] {text}".rstrip()  # type: ignore[union-attr]
+    return text
+
+
+def json_facts(limit: int):  # noqa: ANN201 - the lane's reader, for Stream.fast
+    """Stream.fast for --json: a line -> (id, parentId, role, summary cut to `limit`), or None."""
+    decode, refused, entry_class, roles = typed.decode, typed.Refused, typed.MessageEntry, _ROLES
+
+    def facts(content: bytes) -> tuple[str, str | None, str, str] | None:
+        try:
+            entry = decode(content)
+        except refused:
+            return None
+        if entry.__class__ is not entry_class:
+            return None
+        message = entry.message
+        try:
+            summary = message_summary(message, limit)
+        except TypeError:  # (see blocks_text)
+            return None
+        return entry.id, entry.parentId, roles[message.__class__], fit(summary, limit)
+
+    return facts
