@@ -42,6 +42,7 @@ from .table import _NOT_ASCII, ELLIPSIS, char_width, fit
 
 BATCH = 50_000  # entries per pickled batch of the worker
 CHUNK = 8192  # lines per encoded chunk of output
+_ELLIPSIS = ELLIPSIS.encode()
 _REFUSED = (*tree_lane.Refused, ValueError)  # ValueError: a line that is not UTF-8
 UNNAMED = ...  # no session_info with a string name was read (a singleton: it stays itself through pickle)
 
@@ -288,8 +289,7 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
     def line(pos: int, lead: str) -> str:
         body = bodies[pos].decode()
         if not slow[pos]:
-            room = width - len(lead)
-            return lead + body if len(body) <= room else lead + body[:room - 1] + ELLIPSIS
+            return _sliced(lead, body, width - len(lead))
         entry_id = ids[pos] or "?"
         marks = f" [{labels[entry_id]}]" if entry_id in labels else ""
         if entry_id == leaf:
@@ -299,33 +299,41 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
             body = body[:at] + visible(marks) + body[at:]
         return fit(lead + body, width)
 
-    out: list[str] = []
-    parent_of = array("l", map(tree.by_id.get, tree.parents, repeat(-1)))
+    out: list[bytes] = []
+    parent_of = tree.parent_at if tree.parent_at is not None else array("q", map(tree.by_id.get, tree.parents,
+                                                                              repeat(-1)))
     for start, stop, lead, prefix in _runs(tree, parent_of, stamp):
         if len(lead) > half:  # nested deeper than half the line: its last levels only
             lead = ELLIPSIS + lead[len(lead) - half + 1:]
-        out.append(line(start, lead))
+        out.append(line(start, lead).encode())
         start += 1
         if start < stop:  # the rest of a chain: one lead, every line a slice when it can be
             if len(prefix) > half:
                 prefix = ELLIPSIS + prefix[len(prefix) - half + 1:]
             room = width - len(prefix)
             keep = room - 1
+            encoded = prefix.encode()
             while start < stop:  # slices up to the next line that needs table.fit, then that line
                 end = slow.find(1, start, stop)
                 cut = stop if end < 0 else end
-                out += [prefix + body if len(body) <= room else prefix + body[:keep] + ELLIPSIS
-                        for body in map(bytes.decode, bodies[start:cut])]
+                # in bytes: an ASCII body's length and slices are its characters'
+                out += [(encoded + body if len(body) <= room else encoded + body[:keep] + _ELLIPSIS) if body.isascii()
+                        else _sliced(prefix, body.decode(), room).encode() for body in bodies[start:cut]]
                 if end >= 0:
-                    out.append(line(end, prefix))
+                    out.append(line(end, prefix).encode())
                 start = cut + 1
         if len(out) >= CHUNK:
-            out.append("")
-            yield "\n".join(out).encode()
+            out.append(b"")
+            yield b"\n".join(out)
             out = []
     if out:
-        out.append("")
-        yield "\n".join(out).encode()
+        out.append(b"")
+        yield b"\n".join(out)
+
+
+def _sliced(lead: str, body: str, room: int) -> str:
+    """The line of a body of one-column characters after `lead`, cut to `room` columns."""
+    return lead + body if len(body) <= room else lead + body[:room - 1] + ELLIPSIS
 
 
 def _runs(tree: Tree, parent_of: array, stamp: Callable[[int], int | None]) -> Iterator[tuple[int, int, str, str]]:
