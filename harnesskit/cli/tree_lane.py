@@ -13,7 +13,8 @@ does not check as orjson would, so:
 - numbers: orjson refuses a number beyond a double (1e400), the reader then reads the line with the
   stdlib, whose values differ from orjson's only for integers beyond 64 bits; no number is shown here
   but a tool call's arguments, which are read with orjson and refused when they hold such an integer;
-- depth: msgspec's limit (the interpreter's recursion limit) is below orjson's 1024 levels;
+- depth: msgspec's limit is the interpreter's recursion limit, below orjson's 1024 levels (the lane
+  is closed where it is not);
 - keys: msgspec unescapes keys and keeps the last of a duplicate, as orjson does.
 The differential tests (tests/cli/test_tree_lane.py) hold it to the reader's path on damaged files.
 """
@@ -61,6 +62,11 @@ class Line(Struct, gc=False):
 
 
 decode = msgspec.json.Decoder(Line).decode
+
+
+def refuse(line: bytes) -> Line:
+    """`decode` for when the lane is closed: every line to the reader's path."""
+    raise Slow
 Refused = (msgspec.DecodeError, RecursionError, Slow)  # msgspec.ValidationError is a DecodeError
 _OTHER_ROLES = frozenset(("bashExecution", "branchSummary", "compactionSummary"))  # left to the reader's path
 _LONG_INTEGER = re.compile(rb"[0-9]{20}")  # 2**64 has 20 digits: orjson and the stdlib may read it differently

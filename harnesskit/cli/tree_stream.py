@@ -23,6 +23,7 @@ import itertools
 import operator
 import pickle
 import re
+import sys
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -31,7 +32,7 @@ from itertools import compress, repeat
 from harnesskit.session import split
 from harnesskit.session.format import session_name
 from harnesskit.session.migrate import iso_to_ms
-from harnesskit.session.reader import Diagnostic
+from harnesskit.session.reader import MAX_DEPTH, Diagnostic
 from harnesskit.session.stream import Stream
 from harnesskit.session.tree import Tree, label_change
 from harnesskit.text import visible
@@ -110,6 +111,8 @@ def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[
     ids, parents, lines, stamps = into.ids, into.parents, into.lines, into.stamps
     bodies, marks_at, slow, labels = into.bodies, into.marks_at, into.slow, into.labels
     summary, fast_summary, decode, refused = render.entry_summary, tree_lane.summary, tree_lane.decode, _REFUSED
+    if sys.getrecursionlimit() > MAX_DEPTH:  # msgspec's depth is the recursion limit's: it must stay below orjson's
+        decode = tree_lane.refuse
     exact, other_roles = stream.exact, tree_lane._OTHER_ROLES
     by_type: dict[str, str] = {}  # the kind shown, `visible`, once per type and per role
     by_role: dict[str, str] = {}
@@ -142,7 +145,7 @@ def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[
                     else:
                         entry = item[1]  # type: ignore[index]
                 number += 1
-                offset += len(content) + 1
+                offset += len(content)
                 if entry is None:
                     continue
                 entry_id, parent, kind = entry.get("id"), entry.get("parentId"), entry["type"]
@@ -175,7 +178,7 @@ def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[
                     into.name = session_name(entry, into.name)  # type: ignore[arg-type]
             else:
                 number += 1
-                offset += len(content) + 1
+                offset += len(content)
             ids.append(entry_id)
             # a child's parentId as the same string object as its parent's id (a chain keeps one string)
             parents.append(previous if parent == previous and parent is not None else parent)

@@ -9,6 +9,7 @@ entry's id); only then `tree_diagnostics` reads the file again for the full read
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -129,15 +130,18 @@ class Stream:
 
     def exact(self, number: int, offset: int, content: bytes, terminated: bool = True
               ) -> Iterator[tuple[int, dict, bytes] | Diagnostic]:
-        """What `items` yields for one line of a v3 file (its bytes without the newline), for a caller that
-        reads the lines itself (`blocks`) and takes most of them its own faster way."""
+        """What `items` yields for one line of a v3 file (its bytes, with or without the newline that
+        `terminated` says it has), for a caller that reads the lines itself (`blocks`) and takes most of
+        them its own faster way."""
+        if terminated:
+            content = content[:-1]
         if content[-1:] == b"\r":
             content = content[:-1]
         return self._reread(number, offset, content, terminated, None)
 
     def blocks(self, size: int = 1 << 20) -> Iterator[tuple[int, int, list[bytes], bool]]:
         """The lines after the header (`items`' lines, unparsed), about `size` bytes at a time: (the number
-        of the first line, its offset, the lines without their newlines, whether they had one). Only the
+        of the first line, its offset, the lines with their newlines, whether they have them). Only the
         last line of the file may lack its newline: it comes alone, last. The diagnostics before the
         header are `before`. Closes the file when done; then `next_line` is set, as after `items`."""
         try:
@@ -145,17 +149,22 @@ class Stream:
             number, offset = self._next_line, self._offset
             rest: list[bytes] = []  # the start of the next line: pieces joined once, however long the line
             while data := read(size):
-                lines = data.split(b"\n")
-                if len(lines) == 1:  # no line ends in this block
-                    rest.append(data)
-                    continue
-                tail = lines.pop()  # after the last newline
+                lines = list(io.BytesIO(data))  # (found with memchr: bytes.split looks at every byte in a loop)
+                if lines[-1][-1:] != b"\n":
+                    rest.append(lines.pop())
+                    if not lines:  # no line ends in this block
+                        continue
+                    tail = rest.pop()
+                else:
+                    tail = None
                 if rest:
                     lines[0] = b"".join([*rest, lines[0]])
+                    rest.clear()
+                if tail is not None:
+                    rest.append(tail)
                 yield number, offset, lines, True
                 number += len(lines)
-                offset += len(lines) + sum(map(len, lines))
-                rest = [tail] if tail else []
+                offset += sum(map(len, lines))
             if rest:
                 yield number, offset, [b"".join(rest)], False
                 number += 1
