@@ -23,25 +23,28 @@ import itertools
 import operator
 import pickle
 import re
+import sys
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from itertools import compress, repeat
 
 from harnesskit.session import split
 from harnesskit.session.format import session_name
 from harnesskit.session.migrate import iso_to_ms
-from harnesskit.session.reader import Diagnostic
+from harnesskit.session.reader import MAX_DEPTH, Diagnostic
 from harnesskit.session.stream import Stream
 from harnesskit.session.tree import Tree, label_change
 from harnesskit.text import visible
 
-from . import render
+from . import render, tree_lane
 from .render import _stacked
 from .table import _NOT_ASCII, ELLIPSIS, char_width, fit
 
 BATCH = 50_000  # entries per pickled batch of the worker
 CHUNK = 8192  # lines per encoded chunk of output
+_ELLIPSIS = ELLIPSIS.encode()
+_REFUSED = (*tree_lane.Refused, ValueError)  # ValueError: a line that is not UTF-8
 UNNAMED = ...  # no session_info with a string name was read (a singleton: it stays itself through pickle)
 
 
@@ -100,70 +103,105 @@ def _narrow_slowly(text: str) -> bool:
     return text.isprintable() and all(char_width(c) == 1 for c in set(_NOT_ASCII.findall(text)))
 
 
-def collect(items: Iterable[tuple[int, dict, bytes] | Diagnostic], width: int, into: Columns,
-            on_diagnostic: Callable[[Diagnostic], None], batch: Callable[[Columns], Columns] | None = None) -> Columns:
-    """The columns of `items` appended to `into` (`batch`, when given, takes them every BATCH entries and
-    gives back the columns to go on with)."""
+def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[Diagnostic], None],
+            batch: Callable[[Columns], Columns] | None = None) -> Columns:
+    """The columns of the stream's entries appended to `into` (`batch`, when given, takes them every BATCH
+    entries and gives back the columns to go on with). Each line takes the fast lane (tree_lane) when it
+    can, else the reader's path (`Stream.exact`): the same columns either way."""
     ids, parents, lines, stamps = into.ids, into.parents, into.lines, into.stamps
     bodies, marks_at, slow, labels = into.bodies, into.marks_at, into.slow, into.labels
-    summary = render.entry_summary
+    summary, fast_summary, decode, refused = render.entry_summary, tree_lane.summary, tree_lane.decode, _REFUSED
+    if sys.getrecursionlimit() > MAX_DEPTH:  # msgspec's depth is the recursion limit's: it must stay below orjson's
+        decode = tree_lane.refuse
+    exact, other_roles = stream.exact, tree_lane._OTHER_ROLES
     by_type: dict[str, str] = {}  # the kind shown, `visible`, once per type and per role
     by_role: dict[str, str] = {}
     previous = None
     count = len(ids)
-    for item in items:
-        if type(item) is Diagnostic:
-            on_diagnostic(item)
-            continue
-        line, entry, _ = item  # type: ignore[misc]
-        entry_id, parent, kind = entry.get("id"), entry.get("parentId"), entry["type"]
-        if type(entry_id) is not str:
-            entry_id = None
-        ids.append(entry_id)
-        # a child's parentId as the same string object as its parent's id (a chain keeps one string)
-        parents.append(previous if parent == previous and parent is not None else parent if type(parent) is str
-                       else None)
-        previous = entry_id
-        lines.append(line)
-        stamp = entry.get("timestamp")
-        stamps.append(stamp if type(stamp) is str else None)  # read (iso_to_ms) only where siblings are sorted
-        message = entry.get("message") if kind == "message" else None
-        if type(message) is dict:  # render.entry_kind, once per role
-            role = message.get("role")
-            known = by_role.get(role) if type(role) is str else None
-            if known is None:
-                known = visible(f"message:{role}")
-                if type(role) is str:
-                    by_role[role] = known
-        else:
-            known = by_type.get(kind)
-            if known is None:
-                known = by_type[kind] = visible(kind)
-        # a line holds at least "id kind: " before the summary: of the summary, cols + 1 columns less
-        # that show whether the line is cut and all it can show (fit reads no further)
-        room = width - 2 - len(known) - (len(entry_id) if entry_id is not None else 1)
-        shown_id = entry_id or "?"
-        head = f"{shown_id if shown_id.isprintable() else visible(shown_id)} {known}"
-        text = summary(entry, width)
-        if not text.isprintable():
-            text = visible(text)
-        body = f"{head}: {text[:room] if room > 0 else ''}"
-        bodies.append(body.encode())  # (`visible` left no lone surrogate)
-        marks_at.append(len(head))
-        slow.append(0 if _narrow(body) else 1)
-        if kind == "label":
-            change = label_change(entry)
-            if change is not None:
-                labels.pop(change[0], None)
-                labels[change[0]] = change[1]
-        elif kind == "session_info":
-            into.name = session_name(entry, into.name)  # type: ignore[arg-type]
-        count += 1
-        if batch is not None and count >= BATCH:
-            into = batch(into)
-            ids, parents, lines, stamps = into.ids, into.parents, into.lines, into.stamps
-            bodies, marks_at, slow, labels = into.bodies, into.marks_at, into.slow, into.labels
-            count = 0
+    for d in stream.before:
+        on_diagnostic(d)
+    for number, offset, block, terminated in stream.blocks():
+        for content in block:
+            try:
+                if not terminated:
+                    raise tree_lane.Slow
+                fast = decode(content)
+                message = fast.message
+                if fast.type != "message" or message is None or message.role in other_roles:
+                    raise tree_lane.Slow
+                if not content.isascii():
+                    content.decode()  # (UnicodeDecodeError is a ValueError: the reader reports the byte)
+                text = fast_summary(message, width)
+                entry_id, parent, stamp, role = fast.id, fast.parentId, fast.timestamp, message.role
+                kind = "message"
+                known = by_role.get(role)
+                if known is None:
+                    known = by_role[role] = visible(f"message:{role}")
+            except refused:
+                entry = None
+                for item in exact(number, offset, content, terminated):
+                    if type(item) is Diagnostic:
+                        on_diagnostic(item)
+                    else:
+                        entry = item[1]  # type: ignore[index]
+                number += 1
+                offset += len(content)
+                if entry is None:
+                    continue
+                entry_id, parent, kind = entry.get("id"), entry.get("parentId"), entry["type"]
+                if type(entry_id) is not str:
+                    entry_id = None
+                if type(parent) is not str:
+                    parent = None
+                stamp = entry.get("timestamp")
+                if type(stamp) is not str:
+                    stamp = None
+                message = entry.get("message") if kind == "message" else None
+                if type(message) is dict:  # render.entry_kind, once per role
+                    role = message.get("role")
+                    known = by_role.get(role) if type(role) is str else None
+                    if known is None:
+                        known = visible(f"message:{role}")
+                        if type(role) is str:
+                            by_role[role] = known
+                else:
+                    known = by_type.get(kind)
+                    if known is None:
+                        known = by_type[kind] = visible(kind)
+                text = summary(entry, width)
+                if kind == "label":
+                    change = label_change(entry)
+                    if change is not None:
+                        labels.pop(change[0], None)
+                        labels[change[0]] = change[1]
+                elif kind == "session_info":
+                    into.name = session_name(entry, into.name)  # type: ignore[arg-type]
+            else:
+                number += 1
+                offset += len(content)
+            ids.append(entry_id)
+            # a child's parentId as the same string object as its parent's id (a chain keeps one string)
+            parents.append(previous if parent == previous and parent is not None else parent)
+            previous = entry_id
+            lines.append(number - 1)
+            stamps.append(stamp)  # read (iso_to_ms) only where siblings are sorted
+            # a line holds at least "id kind: " before the summary: of the summary, cols + 1 columns less
+            # that show whether the line is cut and all it can show (fit reads no further)
+            room = width - 2 - len(known) - (len(entry_id) if entry_id is not None else 1)
+            shown_id = entry_id or "?"
+            head = f"{shown_id if shown_id.isprintable() else visible(shown_id)} {known}"
+            if not text.isprintable():
+                text = visible(text)
+            body = f"{head}: {text[:room] if room > 0 else ''}"
+            bodies.append(body.encode())  # (`visible` left no lone surrogate)
+            marks_at.append(len(head))
+            slow.append(0 if _narrow(body) else 1)
+            count += 1
+            if batch is not None and count >= BATCH:
+                into = batch(into)
+                ids, parents, lines, stamps = into.ids, into.parents, into.lines, into.stamps
+                bodies, marks_at, slow, labels = into.bodies, into.marks_at, into.slow, into.labels
+                count = 0
     return into
 
 
@@ -175,7 +213,7 @@ def read_columns(stream: Stream, width: int, on_diagnostic: Callable[[Diagnostic
         if columns is not None:
             stream.close()
             return columns
-    return collect(stream.items(), width, Columns(), on_diagnostic)
+    return collect(stream, width, Columns(), on_diagnostic)
 
 
 def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagnostic], None]) -> Columns | None:
@@ -189,7 +227,7 @@ def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagno
     diagnostics: list[Diagnostic] | None = None
     try:  # (Ctrl-C reaches both processes: each stops, and the worker is reaped here)
         mine = first.part(stream._offset, cut, stream._next_line, with_before=True)
-        columns = collect(mine.items(), width, Columns(), on_diagnostic)
+        columns = collect(mine, width, Columns(), on_diagnostic)
         base = mine.next_line - 1
         try:
             while diagnostics is None:
@@ -203,7 +241,7 @@ def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagno
     finally:
         split.reap(here, worker)
     if diagnostics is None:
-        return collect(stream.part(cut, stream.size, base + 1).items(), width, columns, on_diagnostic)
+        return collect(stream.part(cut, stream.size, base + 1), width, columns, on_diagnostic)
     columns.extend(theirs, base)
     for d in diagnostics:
         on_diagnostic(replace(d, line=d.line + base))
@@ -220,7 +258,7 @@ def _worker(stream: Stream, cut: int, width: int, conn) -> None:  # noqa: ANN001
             blobs.append(pickle.dumps(columns, protocol=pickle.HIGHEST_PROTOCOL))
             return Columns()
 
-        last = collect(replace(stream, on_progress=None).part(cut, stream.size, 1).items(), width, Columns(),
+        last = collect(replace(stream, on_progress=None).part(cut, stream.size, 1), width, Columns(),
                        diagnostics.append, batch)
         blobs.append(pickle.dumps(last, protocol=pickle.HIGHEST_PROTOCOL))
         for blob in blobs:
@@ -254,8 +292,7 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
     def line(pos: int, lead: str) -> str:
         body = bodies[pos].decode()
         if not slow[pos]:
-            room = width - len(lead)
-            return lead + body if len(body) <= room else lead + body[:room - 1] + ELLIPSIS
+            return _sliced(lead, body, width - len(lead))
         entry_id = ids[pos] or "?"
         marks = f" [{labels[entry_id]}]" if entry_id in labels else ""
         if entry_id == leaf:
@@ -265,33 +302,41 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
             body = body[:at] + visible(marks) + body[at:]
         return fit(lead + body, width)
 
-    out: list[str] = []
-    parent_of = array("l", map(tree.by_id.get, tree.parents, repeat(-1)))
+    out: list[bytes] = []
+    parent_of = tree.parent_at if tree.parent_at is not None else array("q", map(tree.by_id.get, tree.parents,
+                                                                              repeat(-1)))
     for start, stop, lead, prefix in _runs(tree, parent_of, stamp):
         if len(lead) > half:  # nested deeper than half the line: its last levels only
             lead = ELLIPSIS + lead[len(lead) - half + 1:]
-        out.append(line(start, lead))
+        out.append(line(start, lead).encode())
         start += 1
         if start < stop:  # the rest of a chain: one lead, every line a slice when it can be
             if len(prefix) > half:
                 prefix = ELLIPSIS + prefix[len(prefix) - half + 1:]
             room = width - len(prefix)
             keep = room - 1
+            encoded = prefix.encode()
             while start < stop:  # slices up to the next line that needs table.fit, then that line
                 end = slow.find(1, start, stop)
                 cut = stop if end < 0 else end
-                out += [prefix + body if len(body) <= room else prefix + body[:keep] + ELLIPSIS
-                        for body in map(bytes.decode, bodies[start:cut])]
+                # in bytes: an ASCII body's length and slices are its characters'
+                out += [(encoded + body if len(body) <= room else encoded + body[:keep] + _ELLIPSIS) if body.isascii()
+                        else _sliced(prefix, body.decode(), room).encode() for body in bodies[start:cut]]
                 if end >= 0:
-                    out.append(line(end, prefix))
+                    out.append(line(end, prefix).encode())
                 start = cut + 1
         if len(out) >= CHUNK:
-            out.append("")
-            yield "\n".join(out).encode()
+            out.append(b"")
+            yield b"\n".join(out)
             out = []
     if out:
-        out.append("")
-        yield "\n".join(out).encode()
+        out.append(b"")
+        yield b"\n".join(out)
+
+
+def _sliced(lead: str, body: str, room: int) -> str:
+    """The line of a body of one-column characters after `lead`, cut to `room` columns."""
+    return lead + body if len(body) <= room else lead + body[:room - 1] + ELLIPSIS
 
 
 def _runs(tree: Tree, parent_of: array, stamp: Callable[[int], int | None]) -> Iterator[tuple[int, int, str, str]]:

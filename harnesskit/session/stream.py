@@ -9,6 +9,7 @@ entry's id); only then `tree_diagnostics` reads the file again for the full read
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -66,7 +67,6 @@ class Stream:
         try:
             yield from self._before
             migrator = Migrator(self.header_record.obj, self.dialect) if self.dialect.legacy else None
-            first = self.header_record.line
             loads, decode_error = orjson.loads, orjson.JSONDecodeError
             fp = self._fp
             offset = self._offset
@@ -117,23 +117,79 @@ class Stream:
                             last = None
                     yield number, entry, content
                     continue
-                for item in read_records(((number, offset, content, terminated),)):
-                    if isinstance(item, Diagnostic):
-                        yield item
-                    elif is_header(item.obj):
-                        yield Diagnostic(item.line, item.offset, f"a second header (first on line {first}); "
-                                         "ignored", "extra-header")
-                    else:
-                        entry = item.obj if migrator is None else migrator.entry(item.obj, number)
-                        if watch is not None:
-                            watch._last = last
-                            watch.add(entry.get("id"), entry.get("parentId"))
-                            last, suspect = watch._last, watch.suspect
-                        yield number, entry, content
+                for item in self._reread(number, offset, content, terminated, migrator):
+                    if watch is not None and type(item) is not Diagnostic:
+                        entry = item[1]  # type: ignore[index]
+                        watch._last = last
+                        watch.add(entry.get("id"), entry.get("parentId"))
+                        last, suspect = watch._last, watch.suspect
+                    yield item
                 offset += size
             self._next_line = number + 1  # read to the end: the number the next line would have
         finally:
             self.close()
+
+    def _reread(self, number: int, offset: int, content: bytes, terminated: bool,
+                migrator: Migrator | None) -> Iterator[tuple[int, dict, bytes] | Diagnostic]:
+        """One line (its content without the line end) through the reader: what `items` yields for a line
+        it could not take at once, diagnostics included."""
+        for item in read_records(((number, offset, content, terminated),)):
+            if isinstance(item, Diagnostic):
+                yield item
+            elif is_header(item.obj):
+                yield Diagnostic(item.line, item.offset, f"a second header (first on line {self.header_record.line}); "
+                                 "ignored", "extra-header")
+            else:
+                yield number, item.obj if migrator is None else migrator.entry(item.obj, number), content
+
+    def exact(self, number: int, offset: int, content: bytes, terminated: bool = True
+              ) -> Iterator[tuple[int, dict, bytes] | Diagnostic]:
+        """What `items` yields for one line of a v3 file (its bytes, with or without the newline that
+        `terminated` says it has), for a caller that reads the lines itself (`blocks`) and takes most of
+        them its own faster way."""
+        if terminated:
+            content = content[:-1]
+        if content[-1:] == b"\r":
+            content = content[:-1]
+        return self._reread(number, offset, content, terminated, None)
+
+    def blocks(self, size: int = 1 << 20) -> Iterator[tuple[int, int, list[bytes], bool]]:
+        """The lines after the header (`items`' lines, unparsed), about `size` bytes at a time: (the number
+        of the first line, its offset, the lines with their newlines, whether they have them). Only the
+        last line of the file may lack its newline: it comes alone, last. The diagnostics before the
+        header are `before`. Closes the file when done; then `next_line` is set, as after `items`."""
+        try:
+            read = self._fp.read
+            number, offset = self._next_line, self._offset
+            rest: list[bytes] = []  # the start of the next line: pieces joined once, however long the line
+            while data := read(size):
+                lines = list(io.BytesIO(data))  # (found with memchr: bytes.split looks at every byte in a loop)
+                if lines[-1][-1:] != b"\n":
+                    rest.append(lines.pop())
+                    if not lines:  # no line ends in this block
+                        continue
+                    tail = rest.pop()
+                else:
+                    tail = None
+                if rest:
+                    lines[0] = b"".join([*rest, lines[0]])
+                    rest.clear()
+                if tail is not None:
+                    rest.append(tail)
+                yield number, offset, lines, True
+                number += len(lines)
+                offset += sum(map(len, lines))
+            if rest:
+                yield number, offset, [b"".join(rest)], False
+                number += 1
+            self._next_line = number
+        finally:
+            self.close()
+
+    @property
+    def before(self) -> list[Diagnostic]:
+        """The diagnostics of the lines before the header (yielded first by `items`)."""
+        return self._before
 
     def part(self, start: int, stop: int, first_line: int, with_before: bool = False) -> Stream:
         """The lines in bytes [start, stop) of this stream's file (both at line starts), numbered from

@@ -6,6 +6,7 @@ The tree holds ids, parents and types as flat lists and reaches an entry's conte
 
 from __future__ import annotations
 
+import itertools
 import operator
 from array import array
 from collections.abc import Sequence
@@ -67,6 +68,8 @@ class Tree:
     entries: Sequence[dict]
     by_id: dict[str, int] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # each entry's parent position (-1: none) as found when built from columns; None once `add` ran
+    parent_at: array | None = None
 
     @classmethod
     def from_entries(cls, entries: Sequence[dict], lines: list[int]) -> Tree:
@@ -102,7 +105,7 @@ class Tree:
                     )
         tree.by_id = by_id
         # each parent's position (-1: none), found in C; a miss is a root or a dangling parentId
-        targets = array("q", map(by_id.get, parents, repeat(-1)))
+        targets = tree.parent_at = _parent_positions(ids, parents, by_id, len(by_id) + ids.count(None) == n)
         for pos in compress(range(n), map((-1).__eq__, targets)):
             parent = parents[pos]
             if parent is not None:
@@ -135,6 +138,7 @@ class Tree:
         if not isinstance(self.entries, list | _Extended):  # wrap a lazy sequence once, not per entry
             self.entries = _Extended(self.entries)
         self.entries.append(entry)  # type: ignore[attr-defined]
+        self.parent_at = None
         pos = len(self.ids)
         entry_id = entry.get("id")
         self.ids.append(entry_id)
@@ -215,6 +219,26 @@ class Tree:
             shown = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
             raise EntryNotFound(f"id prefix {ref!r} is ambiguous: {shown}")
         raise EntryNotFound(f"no entry with id, prefix or label {ref!r}")
+
+
+def _parent_positions(ids: list[str | None], parents: list[str | None], by_id: dict[str, int], unique: bool) -> array:
+    """Each entry's parent position (-1: none). A parentId that is the very string object of the id just
+    before (a chain, as a streamed read keeps it) is that entry when no id is there twice: only the others
+    are looked up (a million lookups cost more than building the index)."""
+    n = len(ids)
+    if unique:
+        links = list(compress(range(1, n), map(operator.is_not, itertools.islice(parents, 1, None), ids)))
+        roots = list(compress(range(n), map(operator.is_, parents, repeat(None))))  # (None is None: no chain)
+    if not unique or len(links) + len(roots) > n // 4:
+        return array("q", map(by_id.get, parents, repeat(-1)))
+    targets = array("q", range(-1, n - 1))
+    get = by_id.get
+    for pos in itertools.chain([0] if n else [], links):
+        parent = parents[pos]
+        targets[pos] = -1 if parent is None else get(parent, -1)  # type: ignore[arg-type]
+    for pos in roots:
+        targets[pos] = -1
+    return targets
 
 
 class _Extended(Sequence):
