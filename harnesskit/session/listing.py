@@ -6,9 +6,12 @@ file are enough (the last such message is found reading backwards); only the fil
 whole (message count, name, first prompt, model). pi takes the largest message time rather than the
 last; the two differ only in a file whose messages go back in time, which neither writes.
 
-A cache (one small JSON file per directory under $HARNESSKIT_HOME/cache/list/) keeps both readings,
+A cache (one JSON file per directory under $HARNESSKIT_HOME/cache/list/) keeps both readings,
 each under the file's (size, mtime, ctime, inode, device): any write to a session file changes its
-ctime, so a cached answer is never used for content it was not read from. The cache is only ever an
+ctime, so a cached answer is never used for content it was not read from. A directory none of whose
+files changed (the same names, each with the same key) is taken from it whole, with one stat per
+file and no Python per file; where the index is there, the cache holds what the index said of the
+directory, and stands only while that index file is the same one. The cache is only ever an
 optimisation: missing, unreadable or damaged, it is rebuilt; unwritable, it is skipped.
 """
 
@@ -20,16 +23,41 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from operator import itemgetter
+from functools import partial
+from operator import attrgetter, itemgetter
 from pathlib import Path
+from stat import S_ISREG
 
+import msgspec
 import orjson
 
 from .reader import open_reporting
 from .store import Summary, activity_ms, header_of, home_dir, iso_ms, loads, summary_of
 
-_VERSION = 1
+_VERSION = 2
 _BLOCK = 1 << 16  # tail reads go backwards this many bytes at a time
+
+Key = tuple[int, int, int, int, int]  # a file's (size, mtime, ctime, inode, device)
+Choice = tuple[float, str, str | None]  # modified seconds, session id, cwd: what a file is sorted by
+Told = tuple[str | None, str | None, int, str | None]  # name, first user message, message count, model
+Row = tuple[str, float, str, str | None, str | None, str | None, int, str | None]  # Summary's fields, in order
+
+
+class _Cache(msgspec.Struct):
+    """One directory's readings, a list per field in the order os.listdir gave the names: an
+    unchanged directory is told by two list comparisons, with no Python per file. `source` says
+    who read them: "files" (list's own reading), or the index (as "index DEV INODE" of its file)."""
+
+    version: int
+    dir: str
+    source: str
+    names: list[str]
+    keys: list[Key]
+    choices: list[Choice | None]  # None: no session file
+    summaries: list[Told | None]  # None: not read whole yet
+
+
+_DECODE = msgspec.json.Decoder(_Cache)
 
 
 def cache_path(directory: Path) -> Path:
@@ -37,25 +65,33 @@ def cache_path(directory: Path) -> Path:
     return home_dir() / "cache" / "list" / f"{key}.json"
 
 
-def _load_cache(directory: Path) -> dict[str, list]:
-    """name -> [stat key, choice, summary or None]; {} when there is no usable cache."""
+def _load_cache(directory: Path) -> _Cache | None:
+    """The directory's cache, typed and whole (msgspec checks every field in C: a cache file is input
+    too, and a wrong type must not reach the sort or the table); None when there is none usable."""
     try:
-        data = loads(cache_path(directory).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    if (not isinstance(data, dict) or data.get("version") != _VERSION or data.get("dir") != os.path.abspath(directory)
-            or not isinstance(data.get("files"), dict)):
-        return {}
-    return data["files"]
+        data = cache_path(directory).read_bytes()
+    except OSError:
+        return None
+    try:
+        cache = _DECODE.decode(data)
+    except msgspec.DecodeError:  # a lone surrogate escape (valid JSON, pi opens such files): the stdlib's
+        try:
+            cache = msgspec.convert(json.loads(data), _Cache)
+        except (ValueError, RecursionError, msgspec.ValidationError):
+            return None
+    n = len(cache.names)
+    if (cache.version != _VERSION or cache.dir != os.path.abspath(directory)
+            or not len(cache.keys) == len(cache.choices) == len(cache.summaries) == n):
+        return None
+    return cache
 
 
-def _save_cache(directory: Path, files: dict[str, list]) -> None:
-    path = cache_path(directory)
-    payload = {"version": _VERSION, "dir": os.path.abspath(directory), "files": files}
+def _save_cache(cache: _Cache) -> None:
+    path = cache_path(Path(cache.dir))
     try:
-        data = orjson.dumps(payload)
-    except TypeError:  # a lone surrogate (valid JSON, pi opens such files): the stdlib writes its escape
-        data = json.dumps(payload).encode()
+        data = msgspec.json.encode(cache)
+    except UnicodeEncodeError:  # a lone surrogate: the stdlib writes its escape
+        data = json.dumps(msgspec.to_builtins(cache)).encode()
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -66,25 +102,41 @@ def _save_cache(directory: Path, files: dict[str, list]) -> None:
             tmp.unlink()
 
 
-def _stat_key(st: os.stat_result) -> list[int]:
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+_KEY_OF = attrgetter("st_size", "st_mtime_ns", "st_ctime_ns", "st_ino", "st_dev")
+_MODE = attrgetter("st_mode")
 
 
-_NUMBER = (int, float)
-_TEXT = (str, type(None))
-
-
-def _valid_record(record: object) -> bool:
-    """[stat key, [modified, id, cwd] or None, [name, first message, count, model] or None], exactly:
-    a cache file is input too, and a wrong type must not reach the sort or the table."""
-    if record.__class__ is not list or len(record) != 3:
-        return False
-    choice, summary = record[1], record[2]
-    return ((choice is None or (choice.__class__ is list and len(choice) == 3 and choice[0].__class__ in _NUMBER
-                                and choice[1].__class__ is str and choice[2].__class__ in _TEXT))
-            and (summary is None or (summary.__class__ is list and len(summary) == 4
-                                     and summary[0].__class__ in _TEXT and summary[1].__class__ in _TEXT
-                                     and summary[2].__class__ is int and summary[3].__class__ in _TEXT)))
+def _scan(directory: Path) -> tuple[list[str], list[os.stat_result]]:
+    """The `*.jsonl` regular files directly in `directory` (links followed), in os.listdir's order,
+    and their stats: one stat each (by name, from the directory: no path walked again), and no
+    Python per file unless one is odd (gone meanwhile, a folder, a dangling link)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return [], []
+    try:
+        names = [name for name in os.listdir(fd) if name.endswith(".jsonl")]
+        stat = partial(os.stat, dir_fd=fd)
+        try:
+            found = list(map(stat, names))
+            if all(map(S_ISREG, map(_MODE, found))):
+                return names, found
+        except OSError:
+            pass
+        kept, stats = [], []
+        for name in names:
+            try:
+                st = stat(name)
+            except OSError:
+                continue
+            if S_ISREG(st.st_mode):
+                kept.append(name)
+                stats.append(st)
+        return kept, stats
+    except OSError:
+        return [], []
+    finally:
+        os.close(fd)
 
 
 def _choose(path: Path, mtime: float) -> list | None:
@@ -143,51 +195,104 @@ def _summary(path: Path, mtime: float, report: Callable[[int], None] | None = No
     return [s.name, s.first_user, s.messages, s.model]
 
 
-def _candidates(directory: Path, cache: dict[str, list], fresh: dict[str, list]) -> tuple[list[tuple], bool]:
-    """(modified, name, path, record, mtime) of every session file of `directory`, choosing from the
-    cache where it is current, and whether any record was new; `fresh` receives every record."""
+class _Dir:
+    """One directory as this listing sees it: its files (names, stats, keys) and, for each, what is
+    known of it (`choices`, `summaries`: from the cache where it is current, else read)."""
+
+    __slots__ = ("path", "names", "stats", "keys", "cache", "choices", "summaries", "source", "dirty")
+
+    def __init__(self, path: Path, source: str) -> None:
+        self.path = path
+        self.names, self.stats = _scan(path)
+        self.keys: list = list(map(_KEY_OF, self.stats))
+        self.choices: list | None = None  # None until known: from the cache, read, or (index) told
+        self.summaries: list = []
+        self.source = source
+        self.dirty = False
+        self.cache = _load_cache(path)
+        cache = self.cache
+        if cache is not None and cache.source == source and cache.names == self.names and cache.keys == self.keys:
+            self.choices, self.summaries = cache.choices, cache.summaries  # nothing changed: taken whole
+            self.stats = self.cache = None
+        else:
+            self.dirty = True
+
+    def read(self) -> None:
+        """Each file's choice from the cache where the file is as it was (a cache of list's own
+        reading), else from the file (its header and its tail)."""
+        cache = self.cache
+        known = {}
+        if cache is not None and cache.source == "files":
+            known = dict(zip(cache.names, zip(cache.keys, cache.choices, cache.summaries, strict=True), strict=True))
+        self.choices, self.summaries = [], []
+        for name, key, st in zip(self.names, self.keys, self.stats, strict=True):
+            record = known.get(name)
+            if record is not None and record[0] == key:
+                self.choices.append(record[1])
+                self.summaries.append(record[2])
+            else:
+                self.choices.append(_choose(Path(self.path, name), st.st_mtime))
+                self.summaries.append(None)
+        self.source, self.stats, self.cache = "files", None, None
+
+    def told(self, rows: list[Row]) -> None:
+        """The whole listing of this directory as the index gave it, kept for the next list."""
+        prefix = os.path.join(self.path, "")
+        by_name = {row[0][len(prefix):]: row for row in rows if row[0].startswith(prefix)}
+        self.choices, self.summaries = [], []
+        for name in self.names:
+            row = by_name.get(name)
+            self.choices.append(None if row is None else (row[1], row[2], row[3]))
+            self.summaries.append(None if row is None else (row[4], row[5], row[6], row[7]))
+
+    def candidates(self) -> list[tuple]:
+        """(modified, name, row) of each session, or (modified, name, (self, i)) where it is not read whole yet."""
+        prefix = os.path.join(self.path, "")
+        known = list(zip(self.names, self.choices, self.summaries, strict=True))
+        out = [(c[0], name, (prefix + name, c[0], c[1], c[2], *s)) for name, c, s in known
+               if c is not None and s is not None]
+        if len(out) != len(known) - self.choices.count(None):
+            out += [(c[0], name, (self, i)) for i, (name, c, s) in enumerate(known) if c is not None and s is None]
+        return out
+
+    def save(self) -> None:
+        if self.dirty and self.choices is not None:
+            _save_cache(_Cache(_VERSION, os.path.abspath(self.path), self.source, self.names, self.keys,
+                               self.choices, self.summaries))
+
+
+def _index_source() -> str | None:
+    """"index DEV INODE" of the index file when there is one: a cache the index told stands only
+    for that file (`index --rebuild` makes another)."""
     try:
-        entries = list(os.scandir(directory))
+        st = os.stat(home_dir() / "index.sqlite")
     except OSError:
-        return [], bool(cache)
-    out = []
-    changed = False
-    for entry in entries:
-        name = entry.name
-        if not name.endswith(".jsonl"):
-            continue
-        try:
-            if not entry.is_file():
-                continue
-            st = entry.stat()
-        except OSError:
-            continue
-        key = _stat_key(st)
-        record = cache.get(name)
-        if not (record.__class__ is list and len(record) == 3 and record[0] == key and _valid_record(record)):
-            record = [key, _choose(Path(entry.path), st.st_mtime), None]
-            changed = True
-        fresh[name] = record
-        if record[1] is not None:
-            out.append((record[1][0], name, entry.path, record, st.st_mtime))
-    return out, changed or len(fresh) != len(cache)
+        return None
+    return f"index {st.st_dev} {st.st_ino}" if S_ISREG(st.st_mode) else None
 
 
-def list_sessions(directories: list[Path], limit: int | None = None,
-                  on_progress: Callable[[int, int], None] | None = None) -> list[Summary]:
-    """The newest `limit` sessions of `directories` (all when None), newest first. `on_progress` hears
-    (bytes read, bytes to read) while the sessions shown are read whole (a big one takes seconds)."""
+def list_rows(directories: list[Path], limit: int | None = None,
+              on_progress: Callable[[int, int], None] | None = None) -> list[Row]:
+    """The newest `limit` sessions of `directories` (all when None), newest first, as tuples of
+    Summary's fields (100,000 of them need no object each). `on_progress` hears (bytes read, bytes
+    to read) while the sessions shown are read whole (a big one takes seconds)."""
     enabled = gc.isenabled()
     gc.disable()  # 100,000 cached records hold no cycles: the cyclic GC would only walk them, again and again
     try:
-        return _list_sessions(directories, limit, on_progress)
+        return _list_rows(directories, limit, on_progress)
     finally:
         if enabled:
             gc.enable()
 
 
+def list_sessions(directories: list[Path], limit: int | None = None,
+                  on_progress: Callable[[int, int], None] | None = None) -> list[Summary]:
+    """list_rows as Summary objects."""
+    return [Summary(*row) for row in list_rows(directories, limit, on_progress)]
+
+
 def _from_index(directories: list[Path], limit: int | None,
-                on_progress: Callable[[int, int], None] | None) -> list[Summary] | None:
+                on_progress: Callable[[int, int], None] | None) -> list[Row] | None:
     """The sessions as the index has them, after it is brought up to date for these directories
     (what changed re-read, what is gone dropped, what is new read); None where there is no index
     to trust: absent, foreign, of another version, damaged, or not writable when something changed."""
@@ -202,45 +307,82 @@ def _from_index(directories: list[Path], limit: int | None,
     if conn is None:
         return None
     try:
-        return catalog.listed(conn, directories, limit, on_progress)
+        summaries = catalog.listed(conn, directories, limit, on_progress)
     except (sqlite3.Error, OSError):
         return None
     finally:
         conn.close()
+    return None if summaries is None else list(map(_ROW_OF, summaries))
 
 
-def _list_sessions(directories: list[Path], limit: int | None,
-                   on_progress: Callable[[int, int], None] | None) -> list[Summary]:
-    indexed = _from_index(directories, limit, on_progress)
-    if indexed is not None:
-        return indexed
-    caches: list[tuple[Path, dict, bool]] = []
-    rows: list[tuple] = []
-    for directory in directories:
-        fresh: dict[str, list] = {}
-        found, changed = _candidates(directory, _load_cache(directory), fresh)
-        rows.extend(found)
-        caches.append((directory, fresh, changed))
-    rows.sort(key=itemgetter(0, 1), reverse=True)
-    shown = rows if limit is None else rows[:limit]
-    out: list[Summary] = []
-    summarized: set[int] = set()
-    total = sum(r[3][0][0] for r in shown if r[3][2] is None) if on_progress is not None else 0
-    done = 0
-    for modified, _name, path, record, mtime in shown:
-        if record[2] is None:
-            report = None
-            if on_progress is not None:
-                def report(position: int, before: int = done) -> None:
-                    on_progress(before + position, total)
-            record[2] = _summary(Path(path), mtime, report)
-            done += record[0][0]
-            summarized.add(id(record))
-        if record[2] is None:  # gone or no longer a session since it was chosen
-            continue
-        name, first_user, messages, model = record[2]
-        out.append(Summary(path, modified, record[1][1], record[1][2], name, first_user, messages, model))
-    for directory, fresh, changed in caches:
-        if changed or (summarized and any(id(r) in summarized for r in fresh.values())):
-            _save_cache(directory, fresh)
+_ROW_OF = attrgetter(*Summary.__slots__)
+
+
+def _list_rows(directories: list[Path], limit: int | None,
+               on_progress: Callable[[int, int], None] | None) -> list[Row]:
+    """Each directory from its cache when nothing in it changed; the others from the index when it
+    is there (then cached whole for the next list), else from the files themselves."""
+    index = _index_source()
+    dirs = [_Dir(directory, index or "files") for directory in directories]
+    missed = [d for d in dirs if d.choices is None]
+    told: dict[Path, list[Row]] = {}  # what the index said of the newest `limit` of the missed directories
+    if missed and index is not None:
+        rows = _from_index([d.path for d in missed], limit, on_progress)
+        if rows is not None:
+            for d in missed:
+                if limit is None:
+                    d.told(rows)
+                else:  # only the shown ones were told: they are shown as told, and nothing is cached
+                    told[d.path] = []
+                    d.dirty = False
+            for row in rows if told else ():
+                told[Path(os.path.dirname(row[0]))].append(row)
+            missed = []
+    for d in missed:
+        d.read()
+    candidates: list[tuple] = []  # (modified, name, the row, or (directory, i) when not read whole yet)
+    for d in dirs:
+        if d.choices is None:
+            candidates += [(row[1], os.path.basename(row[0]), row) for row in told.get(d.path, ())]
+        else:
+            candidates += d.candidates()
+    candidates.sort(key=_ORDER, reverse=True)
+    shown = candidates if limit is None else candidates[:limit]
+    unread = [c[2] for c in shown if len(c[2]) == 2]
+    if not unread:
+        out = list(map(_THIRD, shown))
+    else:
+        out = _read_shown(shown, sum(d.keys[i][0] for d, i in unread), on_progress)
+    for d in dirs:
+        d.save()
     return out
+
+
+def _read_shown(shown: list[tuple], total: int, on_progress: Callable[[int, int], None] | None) -> list[Row]:
+    """The rows shown, each session not read whole yet read now (its summary kept for the cache)."""
+    done = 0
+    out: list[Row] = []
+    for modified, name, row in shown:
+        if len(row) != 2:
+            out.append(row)
+            continue
+        d, i = row
+        report = None
+        if on_progress is not None:
+            def report(position: int, before: int = done) -> None:
+                on_progress(before + position, total)
+        summary = d.summaries[i] = _summary(Path(d.path, name), _mtime(d.keys[i][1]), report)
+        done += d.keys[i][0]
+        d.dirty = True
+        if summary is not None:  # else gone or no longer a session since it was chosen
+            choice = d.choices[i]
+            out.append((os.path.join(d.path, name), modified, choice[1], choice[2], *summary))
+    return out
+
+
+_ORDER, _THIRD = itemgetter(0, 1), itemgetter(2)
+
+
+def _mtime(ns: int) -> float:
+    """st_mtime as os.stat gives it, from st_mtime_ns."""
+    return ns // 1_000_000_000 + ns % 1_000_000_000 * 1e-9

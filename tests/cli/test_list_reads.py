@@ -164,15 +164,26 @@ def test_the_cache_is_never_stale(env: Env) -> None:
     assert path.stat().st_mtime_ns == st.st_mtime_ns and path.stat().st_size == st.st_size
     assert rows()[0]["firstMessage"] == "howdy"  # the ctime moved: no cached answer for it
 
+    good = json.loads(cache.read_bytes())
+    key = good["keys"][good["names"].index(path.name)]
     for junk in (b"not json", b'{"version": 1, "dir": "elsewhere", "files": {}}', b"",
-                 json.dumps({"version": 1, "dir": os.path.abspath(d), "files": {path.name: [[1], "x", 3]}}).encode()):
+                 json.dumps({"version": 1, "dir": os.path.abspath(d), "files": {path.name: [[1], "x", 3]}}).encode(),
+                 json.dumps({**good, "dir": "elsewhere"}).encode(),  # another directory's
+                 json.dumps({**good, "summaries": [["a name", "cached", "3", None]]}).encode(),  # a wrong type
+                 json.dumps({**good, "summaries": []}).encode(),  # lists that do not line up
+                 json.dumps({**good, "choices": [[1.0, "x", None], None]}).encode(),
+                 json.dumps({**good, "keys": [key[:4]]}).encode(),
+                 json.dumps({**good, "version": 1}).encode(),
+                 json.dumps({**good, "source": "index 1 2"}).encode()):  # the index's, and there is none
         cache.write_bytes(junk)  # damaged, foreign or truncated: rebuilt
         assert rows()[0]["firstMessage"] == "howdy"
-        assert json.loads(cache.read_bytes())["files"][path.name][2][0] is None  # no name: a fresh summary
+        rebuilt = json.loads(cache.read_bytes())
+        assert rebuilt["names"] == [path.name] and rebuilt["source"] == "files"
+        assert rebuilt["summaries"][0][0] is None  # no name: a fresh summary
 
     path.unlink()
     assert rows() == []
-    assert json.loads(cache.read_bytes())["files"] == {}
+    assert json.loads(cache.read_bytes())["names"] == []
 
 
 def test_an_unwritable_cache_is_skipped(env: Env) -> None:
