@@ -41,6 +41,10 @@ from .store import Summary, first_text, header_of, iso_ms
 SCHEMA_VERSION = 3  # 2: what `list` shows (activity, model, entries; ctime in files); 3: what `list --harness` does
 HEAD_BYTES = 4096  # "the first bytes": a replaced file differs here (its header has another id)
 BATCH_FILES = 500  # files per transaction: a killed update loses at most one batch of work
+# From scratch, 100,000 small sessions: SQLite's inserts cost 19% less CPU with 16 KiB pages (fewer
+# B-tree pages to split and write) and an FTS5 hash that holds a whole transaction (its default,
+# 1 MB, writes a level-0 segment every MB, which the automerge then merges again)
+PAGE_SIZE = 16384
 
 _SCHEMA = f"""
 CREATE TABLE files(
@@ -59,6 +63,7 @@ CREATE INDEX files_key ON files(path, size, mtime_ns, ctime_ns, inode, harness, 
 CREATE INDEX sessions_listed ON sessions(path, activity, entries);
 CREATE INDEX messages_session ON messages(session);
 CREATE VIRTUAL TABLE messages_fts USING fts5(text, tokenize = 'unicode61');
+INSERT INTO messages_fts(messages_fts, rank) VALUES('hashsize', 67108864);
 CREATE TABLE usage(
   session INTEGER NOT NULL, entry_id TEXT, time_ms INTEGER, provider TEXT, model TEXT,
   input INTEGER NOT NULL, output INTEGER NOT NULL, cache_read INTEGER NOT NULL,
@@ -106,6 +111,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(path, timeout=30, isolation_level=None)
         conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")  # a new file only (WAL fixes it once written)
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()
     except sqlite3.OperationalError as error:
         if "unable to open" in str(error) or "readonly" in str(error):
@@ -554,7 +560,9 @@ class UpdateStats:
 
 
 SMALL_FILE = 1 << 20  # read whole, and split in memory; larger files are streamed
-COMMIT_BYTES = 8 << 20  # new files' bytes per transaction: a killed update loses at most these
+# new files' bytes per transaction: a killed update loses at most these (each commit writes FTS5 a
+# segment that its automerge merges again: 32 MB against 8 MB saves 0.4 s CPU of 100,000 sessions)
+COMMIT_BYTES = 32 << 20
 WORKER_FILES = 2000  # new files from which a second process reads them while this one inserts
 
 
@@ -858,6 +866,7 @@ def _apply(conn: sqlite3.Connection, work: list[tuple[Source, os.stat_result]], 
     if bulk:
         new = [(str(source.path), source.harness, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
                for source, st in work if source.path not in old_rows]
+        new.sort()  # in path order, the path indexes (four) grow at their end instead of splitting pages
         if new:
             done = _add_new(conn, new, stats, progress, total)
             work = [item for item in work if item[0].path in old_rows]
