@@ -187,3 +187,11 @@ def _disagreements(path: Path) -> list[str]:
     if check_view(path, "orjson") != single:
         out.append("validate without msgspec != single pass")
     return out
+
+
+def damages():  # noqa: ANN201 (a hypothesis strategy; imported here only by the tests that draw from it)
+    """One to three damages of `mutate` (a kind and two offsets), the draw the split and lane tests share."""
+    from hypothesis import strategies as st
+
+    return st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 1 << 20), st.integers(0, 1 << 20)),
+                    min_size=1, max_size=3)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ALL_FIXTURES, SHARED_FIXTURES, write_lines
-from differential import KINDS, SEEDS, mutate
+from differential import SEEDS, damages, mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_typed import RAW_LINES
@@ -109,8 +109,7 @@ def test_generated_sessions_take_the_fast_lanes(run, tmp_path: Path, monkeypatch
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.sampled_from(SEEDS), damage=st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 1 << 20),
-                                                               st.integers(0, 1 << 20)), min_size=1, max_size=3))
+@given(seed=st.sampled_from(SEEDS), damage=damages())
 def test_damaged_fixtures(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: Path,  # noqa: ANN001
                           damage: list) -> None:
     path = tmp_path / "case.jsonl"
