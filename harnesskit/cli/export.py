@@ -119,9 +119,21 @@ def session_paths(paths: tuple[Path, ...]) -> list[Path]:
     return found
 
 
+def _steady_memory_pool() -> None:
+    """Arrow's jemalloc pool for this process (and its worker), unless ARROW_DEFAULT_MEMORY_POOL
+    chooses; set before pyarrow is imported, as Parquet's encoders take Arrow's C++ default pool,
+    which `pyarrow.set_memory_pool` does not change. With the Linux wheels' default (mimalloc, which
+    keeps freed pages by thread) the export's peak RSS swung from run to run with the writer threads'
+    timing: 80,000 entries in two processes peaked at 163-213 MB against 125-136 MB with jemalloc
+    (system malloc 140-143), at 1% fewer instructions (callgrind, 10,000 entries: 1.93 G against 1.95 G)."""
+    if sys.platform.startswith("linux") and "pyarrow" not in sys.modules:
+        os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
+
+
 def export_parquet(paths: tuple[Path, ...], dataset: Path, output: Path | None, leaf_ref: str | None) -> None:
     if output is not None or leaf_ref is not None:
         raise Fail("--parquet writes into its DIR: -o and --leaf do not apply")
+    _steady_memory_pool()
     try:
         from harnesskit.export import parquet
     except ImportError:
