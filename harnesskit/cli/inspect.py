@@ -366,9 +366,8 @@ def json_body(items: Iterable[tuple[int, dict | tuple, bytes] | Diagnostic], car
             continue
         last = item  # type: ignore[assignment]
         line, entry, content = item  # type: ignore[misc]
-        if type(entry) is tuple:  # the lane's (id, parentId, role, summary)
-            head = dumps({"kind": "entry", "line": line, "id": entry[0], "parentId": entry[1], "type": "message",
-                          "role": entry[2], "leaf": False, "summary": entry[3]})
+        if type(entry) is tuple:  # the lane's (id, parentId, role, summary): the row in one format, no dict
+            out.append(_LANE_ROW % (line, dumps(entry[0]), dumps(entry[1]), entry[2], dumps(entry[3]), content))
         else:
             entry_id, parent, kind = entry.get("id"), entry.get("parentId"), entry["type"]
             message = entry.get("message") if kind == "message" else None
@@ -381,7 +380,7 @@ def json_body(items: Iterable[tuple[int, dict | tuple, bytes] | Diagnostic], car
                 head = json_text(last, False, True).encode()  # type: ignore[arg-type]
                 out.append(head + b"\n")
                 continue
-        out.append(head[:-1] + b',"entry":' + content + b"}\n")
+            out.append(head[:-1] + b',"entry":' + content + b"}\n")
         if len(out) > size:
             yield _json_chunk(out[:-1])  # the last row waits: it may be the leaf
             del out[:-1]
@@ -396,12 +395,18 @@ def json_body(items: Iterable[tuple[int, dict | tuple, bytes] | Diagnostic], car
         yield _json_chunk(out)
 
 
+#: a row of the lane's facts as orjson.dumps writes the dict of `_leaf_row` (with "leaf": false), then
+#: the line as written: the same bytes (held to it by tests/cli/test_json_lane.py)
+_LANE_ROW = (b'{"kind":"entry","line":%d,"id":%b,"parentId":%b,"type":"message","role":%b,"leaf":false,'
+             b'"summary":%b,"entry":%b}\n')
+
+
 def _leaf_row(item: tuple[int, dict | tuple, bytes]) -> bytes:
     line, entry, content = item
     if type(entry) is not tuple:
         return json_text(item, True, True).encode() + b"\n"  # type: ignore[arg-type]
     head = orjson.dumps({"kind": "entry", "line": line, "id": entry[0], "parentId": entry[1], "type": "message",
-                         "role": entry[2], "leaf": True, "summary": entry[3]})
+                         "role": orjson.loads(entry[2]), "leaf": True, "summary": entry[3]})
     return head[:-1] + b',"entry":' + content + b"}\n"  # (DEL and C1: escaped by _json_chunk)
 
 

@@ -20,7 +20,7 @@ from harnesskit.text import one_line, squeezed
 
 from .table import fit
 
-_ROLES = {User: "user", Assistant: "assistant", ToolResult: "toolResult"}
+_ROLES = {User: b'"user"', Assistant: b'"assistant"', ToolResult: b'"toolResult"'}  # as JSON: inspect._LANE_ROW
 
 
 def blocks_text(content: str | list, limit: int) -> str:
@@ -66,10 +66,10 @@ def message_summary(message: User | Assistant | ToolResult, limit: int) -> str:
 
 
 def json_facts(limit: int):  # noqa: ANN201 - the lane's reader, for Stream.fast
-    """Stream.fast for --json: a line -> (id, parentId, role, summary cut to `limit`), or None."""
+    """Stream.fast for --json: a line -> (id, parentId, role as JSON bytes, summary cut to `limit`), or None."""
     decode, refused, entry_class, roles = typed.decode, typed.Refused, typed.MessageEntry, _ROLES
 
-    def facts(content: bytes) -> tuple[str, str | None, str, str] | None:
+    def facts(content: bytes) -> tuple[str, str | None, bytes, str] | None:
         try:
             entry = decode(content)
         except refused:

@@ -194,3 +194,19 @@ def test_the_squeeze_and_the_cut_measure_nothing_they_would_change(text: str, li
 
     assert squeezed(text) == " ".join(text.split())
     assert table.fit(text, limit) == table.fit_measured(text, limit)[0]
+
+
+def test_ids_and_roles_the_lane_writes_into_its_row(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+                                                    taken: list[int]) -> None:
+    """The lane formats its row itself (inspect._LANE_ROW) where the exact path has orjson write a dict: ids
+    that need escapes, a null parentId, each role, DEL and C1 in the summary and the leaf's own row."""
+    odd_ids = ["a", 'q"uote', "back\\slash", "é漢", "line\u2028sep", "tab\there", "\x7fdel", "c1\u0085"]
+    entries, parent = [], None
+    for i, entry_id in enumerate(odd_ids):
+        message = MESSAGES[(0, 8, 21)[i % 3]]  # a user's, an assistant's and a tool result
+        entries.append({"type": "message", "id": entry_id, "parentId": parent, "timestamp": "t", "message": message})
+        parent = entry_id
+    path = write_lines(tmp_path / "s.jsonl", [HEADER, *entries])
+    out = assert_same(run, path, monkeypatch)
+    assert len(taken) == len(odd_ids)
+    assert [json.loads(row)["id"] for row in out.splitlines()[1:]] == odd_ids
