@@ -13,6 +13,14 @@ files changed (the same names, each with the same key) is taken from it whole, w
 file and no Python per file; where the index is there, the cache holds what the index said of the
 directory, and stands only while that index file is the same one. The cache is only ever an
 optimisation: missing, unreadable or damaged, it is rebuilt; unwritable, it is skipped.
+
+Above it, the output cache (OutputCache: one file per kind of listing) keeps what a listing printed,
+headed by everything it was made from: every directory's names and keys as scanned before the
+listing read anything, the options, the terminal's width, the time zone, the index file and this
+package's modules. A listing whose head comes out the same byte for byte prints it as it is (one
+stat per file, no decode, no sort, no table). A change after the scan moves a file's ctime past the
+one scanned, so only a file changed within the file system's timestamp granularity before the scan
+could look unchanged after another write: while any file is that new, no output is kept.
 """
 
 from __future__ import annotations
@@ -22,6 +30,8 @@ import gc
 import hashlib
 import json
 import os
+import struct
+import time
 from collections.abc import Callable
 from functools import partial
 from operator import attrgetter, itemgetter
@@ -106,9 +116,9 @@ _KEY_OF = attrgetter("st_size", "st_mtime_ns", "st_ctime_ns", "st_ino", "st_dev"
 _MODE = attrgetter("st_mode")
 
 
-def _scan(directory: Path) -> tuple[list[str], list[os.stat_result]]:
+def _scan(directory: Path) -> tuple[list[str], list[Key]]:
     """The `*.jsonl` regular files directly in `directory` (links followed), in os.listdir's order,
-    and their stats: one stat each (by name, from the directory: no path walked again), and no
+    and their keys: one stat each (by name, from the directory: no path walked again), and no
     Python per file unless one is odd (gone meanwhile, a folder, a dangling link)."""
     try:
         fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
@@ -120,10 +130,10 @@ def _scan(directory: Path) -> tuple[list[str], list[os.stat_result]]:
         try:
             found = list(map(stat, names))
             if all(map(S_ISREG, map(_MODE, found))):
-                return names, found
+                return names, list(map(_KEY_OF, found))
         except OSError:
             pass
-        kept, stats = [], []
+        kept, keys = [], []
         for name in names:
             try:
                 st = stat(name)
@@ -131,12 +141,39 @@ def _scan(directory: Path) -> tuple[list[str], list[os.stat_result]]:
                 continue
             if S_ISREG(st.st_mode):
                 kept.append(name)
-                stats.append(st)
-        return kept, stats
+                keys.append(_KEY_OF(st))
+        return kept, keys
     except OSError:
         return [], []
     finally:
         os.close(fd)
+
+
+class Scan:
+    """The directories' files and their keys, taken once per listing: what the output cache is
+    checked against, and what the listing reads from (so both stand for the same state)."""
+
+    __slots__ = ("dirs", "names", "keys", "started_ns")
+
+    def __init__(self, directories: list[Path]) -> None:
+        self.started_ns = time.time_ns()  # before any stat: a change after it moves a file's ctime past this
+        self.dirs = list(directories)
+        self.names: list[list[str]] = []
+        self.keys: list[list[Key]] = []
+        for directory in self.dirs:
+            names, keys = _scan(directory)
+            self.names.append(names)
+            self.keys.append(keys)
+
+    def settled(self) -> bool:
+        """Whether no file changed in the last _SETTLED_NS before the scan: a change within the
+        file system's timestamp granularity of the stat could leave every key as it was."""
+        newest = max((max(max(map(_CTIME, keys)), max(map(_MTIME, keys))) for keys in self.keys if keys), default=0)
+        return newest < self.started_ns - _SETTLED_NS
+
+
+_CTIME, _MTIME = itemgetter(2), itemgetter(1)
+_SETTLED_NS = 2_000_000_000  # the coarsest timestamps in use (FAT, some NFS) are 2 s apart
 
 
 def _choose(path: Path, mtime: float) -> list | None:
@@ -196,15 +233,14 @@ def _summary(path: Path, mtime: float, report: Callable[[int], None] | None = No
 
 
 class _Dir:
-    """One directory as this listing sees it: its files (names, stats, keys) and, for each, what is
+    """One directory as this listing sees it: its files (names and keys) and, for each, what is
     known of it (`choices`, `summaries`: from the cache where it is current, else read)."""
 
-    __slots__ = ("path", "names", "stats", "keys", "cache", "choices", "summaries", "source", "dirty")
+    __slots__ = ("path", "names", "keys", "cache", "choices", "summaries", "source", "dirty")
 
-    def __init__(self, path: Path, source: str) -> None:
+    def __init__(self, path: Path, source: str, names: list[str], keys: list[Key]) -> None:
         self.path = path
-        self.names, self.stats = _scan(path)
-        self.keys: list = list(map(_KEY_OF, self.stats))
+        self.names, self.keys = names, keys
         self.choices: list | None = None  # None until known: from the cache, read, or (index) told
         self.summaries: list = []
         self.source = source
@@ -213,7 +249,7 @@ class _Dir:
         cache = self.cache
         if cache is not None and cache.source == source and cache.names == self.names and cache.keys == self.keys:
             self.choices, self.summaries = cache.choices, cache.summaries  # nothing changed: taken whole
-            self.stats = self.cache = None
+            self.cache = None
         else:
             self.dirty = True
 
@@ -225,15 +261,15 @@ class _Dir:
         if cache is not None and cache.source == "files":
             known = dict(zip(cache.names, zip(cache.keys, cache.choices, cache.summaries, strict=True), strict=True))
         self.choices, self.summaries = [], []
-        for name, key, st in zip(self.names, self.keys, self.stats, strict=True):
+        for name, key in zip(self.names, self.keys, strict=True):
             record = known.get(name)
             if record is not None and record[0] == key:
                 self.choices.append(record[1])
                 self.summaries.append(record[2])
             else:
-                self.choices.append(_choose(Path(self.path, name), st.st_mtime))
+                self.choices.append(_choose(Path(self.path, name), _mtime(key[1])))
                 self.summaries.append(None)
-        self.source, self.stats, self.cache = "files", None, None
+        self.source, self.cache = "files", None
 
     def told(self, rows: list[Row]) -> None:
         """The whole listing of this directory as the index gave it, kept for the next list."""
@@ -261,6 +297,87 @@ class _Dir:
                                self.choices, self.summaries))
 
 
+# ------------------------------------------------------------------ the output cache
+
+_OUT_MAGIC = b"harnesskit list output 1\n"
+_LENGTHS = struct.Struct("<QQ")
+
+
+def output_path(shape: str) -> Path:
+    """One file per kind of listing (`shape`: which directories, which options), whatever the
+    terminal's width or the files' state: a new answer replaces the old one."""
+    return home_dir() / "cache" / "list" / f"out-{hashlib.sha256(shape.encode()).hexdigest()[:32]}.bin"
+
+
+def _code() -> list:
+    """(path, size, mtime) of every module of this package: output made by other code is not ours."""
+    root = Path(__file__).resolve().parent.parent
+    out: list = []
+    todo = [str(root)]
+    while todo:
+        folder = todo.pop()
+        with contextlib.suppress(OSError), os.scandir(folder) as entries:
+            for e in sorted(entries, key=attrgetter("name")):
+                if e.name.endswith(".py"):
+                    st = e.stat()
+                    out.append([e.path[len(str(root)):], st.st_size, st.st_mtime_ns])
+                elif e.name != "__pycache__" and e.is_dir():
+                    todo.append(e.path)
+    return out
+
+
+def _head(scanned: Scan, params: dict) -> bytes | None:
+    """What an output cache must begin with to stand for this scan, these options and this code:
+    the options, the index's identity, the code's files, then every directory's names and keys as
+    they are now. None when they cannot be written (a name that is no UTF-8)."""
+    try:
+        meta = msgspec.json.encode({"params": params, "source": _index_source(), "code": _code(),
+                                    "msgspec": msgspec.__version__, "orjson": orjson.__version__})
+        state = msgspec.msgpack.encode([list(map(os.fspath, scanned.dirs)), scanned.names, scanned.keys])
+    except (UnicodeEncodeError, TypeError, ValueError):
+        return None
+    return _OUT_MAGIC + _LENGTHS.pack(len(meta), len(state)) + meta + state
+
+
+class OutputCache:
+    """The output a listing of exactly this scan printed, with these options (`params`), kept under
+    `shape`. Its head is compared whole, byte for byte: one changed key (size, times, inode) of one
+    file, one name more or less, another index, other code, and the cache is passed over."""
+
+    def __init__(self, scanned: Scan, shape: str, params: dict) -> None:
+        self.scanned = scanned
+        self.path = output_path(shape)
+        self.head = _head(scanned, params)
+
+    def load(self) -> bytes | None:
+        """The output as it was printed (UTF-8), or None."""
+        if self.head is None:
+            return None
+        try:
+            data = self.path.read_bytes()
+        except OSError:
+            return None
+        if len(data) <= len(self.head) or not data.startswith(self.head):
+            return None
+        return data[len(self.head):]
+
+    def save(self, text: bytes) -> None:
+        """Keep the output for the next listing of the same state, unless a file changed so
+        recently that a change after the scan might have left its key as it was."""
+        if self.head is None or not text or not self.scanned.settled():
+            return
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "wb") as fp:
+                fp.write(self.head)
+                fp.write(text)
+            os.replace(tmp, self.path)  # readers see the old output or the new one, never half of one
+        except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
 def _index_source() -> str | None:
     """"index DEV INODE" of the index file when there is one: a cache the index told stands only
     for that file (`index --rebuild` makes another)."""
@@ -272,14 +389,17 @@ def _index_source() -> str | None:
 
 
 def list_rows(directories: list[Path], limit: int | None = None,
-              on_progress: Callable[[int, int], None] | None = None) -> list[Row]:
+              on_progress: Callable[[int, int], None] | None = None, scanned: Scan | None = None) -> list[Row]:
     """The newest `limit` sessions of `directories` (all when None), newest first, as tuples of
     Summary's fields (100,000 of them need no object each). `on_progress` hears (bytes read, bytes
-    to read) while the sessions shown are read whole (a big one takes seconds)."""
+    to read) while the sessions shown are read whole (a big one takes seconds). `scanned`: the
+    directories' scan when the caller has taken it (for the output cache), else taken here."""
     enabled = gc.isenabled()
     gc.disable()  # 100,000 cached records hold no cycles: the cyclic GC would only walk them, again and again
     try:
-        return _list_rows(directories, limit, on_progress)
+        if scanned is None or scanned.dirs != list(directories):
+            scanned = Scan(directories)
+        return _list_rows(scanned, limit, on_progress)
     finally:
         if enabled:
             gc.enable()
@@ -318,12 +438,12 @@ def _from_index(directories: list[Path], limit: int | None,
 _ROW_OF = attrgetter(*Summary.__slots__)
 
 
-def _list_rows(directories: list[Path], limit: int | None,
-               on_progress: Callable[[int, int], None] | None) -> list[Row]:
+def _list_rows(scanned: Scan, limit: int | None, on_progress: Callable[[int, int], None] | None) -> list[Row]:
     """Each directory from its cache when nothing in it changed; the others from the index when it
     is there (then cached whole for the next list), else from the files themselves."""
     index = _index_source()
-    dirs = [_Dir(directory, index or "files") for directory in directories]
+    dirs = [_Dir(directory, index or "files", names, keys)
+            for directory, names, keys in zip(scanned.dirs, scanned.names, scanned.keys, strict=True)]
     missed = [d for d in dirs if d.choices is None]
     told: dict[Path, list[Row]] = {}  # what the index said of the newest `limit` of the missed directories
     if missed and index is not None:
