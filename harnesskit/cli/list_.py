@@ -11,16 +11,12 @@ import sys
 import time
 import unicodedata
 from datetime import datetime
+from pathlib import Path
 
 import click
 import orjson
 
-from harnesskit.session import store
-from harnesskit.text import visible
-
-from . import render
-from .progress import progress
-from .screen import echo
+from harnesskit.session import snapshot, store
 
 HEADERS = ("modified", "name", "msgs", "model", "first message", "path")
 _NAME_MAX, _MODEL_MAX, _ROOM_MIN, _GAP = 20, 16, 30, "  "
@@ -58,30 +54,38 @@ def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str |
 
         list_harnesses(harness, as_json, limit, session_dir, everywhere)
         return
-    from harnesskit.session import listing
-
     directories = store.all_session_dirs() if everywhere else [store.session_dir(os.getcwd(), session_dir)]
     width = shutil.get_terminal_size((80, 24)).columns
-    scanned = listing.Scan(directories)
+    enabled = gc.isenabled()
+    gc.disable()  # the keys and rows of 100,000 sessions hold no cycles: no collection needs to walk them
+    try:
+        _list(directories, everywhere, as_json, limit, full_path, width)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _list(directories: list[Path], everywhere: bool, as_json: bool, limit: int | None, full_path: bool,
+          width: int) -> None:
+    """From the output cache when exactly this state was listed so before; else read (the progress
+    bar, the rows and the table imported only then)."""
+    scanned = snapshot.Scan(directories)
     shape = orjson.dumps(["all" if everywhere else os.path.abspath(directories[0]), as_json, limit, full_path]).decode()
-    cache = listing.OutputCache(scanned, shape, {
+    cache = snapshot.OutputCache(scanned, shape, {
         "width": None if as_json else width, "root": os.fspath(store.sessions_root()), "clock": _clock()})
     out = cache.load()
     if out is not None:  # exactly this state of every file was listed so before, with these options
         _write(out)
         return
-    enabled = gc.isenabled()
-    gc.disable()  # rows of 100,000 sessions hold no cycles: no collection needs to walk them
-    try:
-        with progress(0, "reading sessions") as bar:
-            def on_progress(done: int, total: int) -> None:
-                bar.total = max(total, 1)
-                bar(done)
-            rows = store.list_rows(directories, limit, on_progress if bar is not None else None, scanned)
-        text = _shown(rows, width, as_json, full_path)
-    finally:
-        if enabled:
-            gc.enable()
+    from .progress import progress
+    from .screen import echo
+
+    with progress(0, "reading sessions") as bar:
+        def on_progress(done: int, total: int) -> None:
+            bar.total = max(total, 1)
+            bar(done)
+        rows = store.list_rows(directories, limit, on_progress if bar is not None else None, scanned)
+    text = _shown(rows, width, as_json, full_path)
     if text is None:
         echo("no sessions" + ("" if everywhere else f" in {directories[0]}"), err=True)
         return
@@ -120,6 +124,10 @@ def _write(out: bytes) -> None:
 def _shown(rows: list[tuple], width: int, as_json: bool, full_path: bool) -> str | None:
     """The rows (Summary's fields, in order) as JSON Lines or as the table, as printed; None when
     there are none for the table."""
+    from harnesskit.text import visible
+
+    from . import render
+
     if as_json:
         return "".join(render.json_line({
             "path": file, "id": session_id, "modified": modified, "cwd": cwd, "name": name,
@@ -214,6 +222,10 @@ def _clean(text: str) -> str:
     text = text[:400]  # more than a terminal row shows
     if text.isprintable():
         return text.strip()
+    from harnesskit.text import visible
+
+    from . import render
+
     return visible(render.one_line(text))
 
 

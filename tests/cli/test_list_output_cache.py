@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from writeside_helpers import Env, invoke, isolate
 
-from harnesskit.session import listing
+from harnesskit.session import listing, snapshot
 from harnesskit.session.store import encode_cwd
 
 T0 = 1_800_000_000_000  # ms
@@ -26,7 +26,7 @@ SETTLE = 0.05  # s: the margin the tests give a change to settle (the default is
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
     monkeypatch.setenv("COLUMNS", "150")
-    monkeypatch.setattr(listing, "_SETTLED_NS", int(SETTLE * 1e9))
+    monkeypatch.setattr(snapshot, "_SETTLED_NS", int(SETTLE * 1e9))
     yield isolate(tmp_path, monkeypatch)
     time.tzset()  # monkeypatch has put TZ back: the C library's zone too
 
@@ -210,7 +210,7 @@ def test_a_damaged_or_foreign_output_cache_is_passed_over(env: Env, monkeypatch:
 def test_a_recent_change_is_not_cached(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     """Within the file system's timestamp granularity a later write could leave the key as it
     was: a listing of a file changed so recently is printed and not kept."""
-    monkeypatch.setattr(listing, "_SETTLED_NS", 3_600 * 10**9)
+    monkeypatch.setattr(snapshot, "_SETTLED_NS", 3_600 * 10**9)
     here = env.sessions / encode_cwd(os.getcwd())
     session(here, 1, "prompt 1")
     run = Listing(monkeypatch, env.home)
