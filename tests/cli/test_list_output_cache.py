@@ -217,3 +217,39 @@ def test_a_recent_change_is_not_cached(env: Env, monkeypatch: pytest.MonkeyPatch
     shown = run()
     assert run() == shown and run.read == 2
     assert not list((env.home / "cache" / "list").glob("out-*.bin"))
+
+
+def test_a_cached_output_is_printed_in_the_terminal_s_encoding(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kept as UTF-8, printed as click prints text where stdout is not UTF-8 (not as the kept bytes)."""
+    from click.testing import CliRunner
+
+    from harnesskit.cli import cli
+
+    here = env.sessions / encode_cwd(os.getcwd())
+    session(here, 1, "un café")
+    run = Listing(monkeypatch, env.home, "--full-path")  # no "…" (no latin-1) in a cut path
+
+    def latin(*args: str) -> bytes:
+        result = CliRunner(charset="latin-1").invoke(cli, ["list", "--full-path", *args])
+        assert result.exit_code == 0, result.stderr
+        return result.stdout_bytes
+
+    utf8 = run.cached()
+    assert "un café".encode() in utf8
+    before = run.read
+    shown = latin()
+    assert run.read == before and "un café".encode("latin-1") in shown  # from the cache, as latin-1
+    shutil.rmtree(env.home / "cache")
+    assert latin() == shown and run.read == before + 1
+
+
+def test_a_name_that_is_no_utf8_is_listed_and_nothing_kept(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    here = env.sessions / encode_cwd(os.getcwd())
+    path = session(here, 1, "prompt 1")
+    odd = os.fsdecode(os.fsencode(path)[: -len(".jsonl")] + b"\xff.jsonl")
+    os.rename(path, odd)
+    run = Listing(monkeypatch, env.home, "--json")
+    time.sleep(SETTLE * 2)
+    shown = run()
+    assert run() == shown and run.read == 2
+    assert not list((env.home / "cache" / "list").glob("out-*.bin"))
