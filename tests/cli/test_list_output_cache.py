@@ -253,3 +253,23 @@ def test_a_name_that_is_no_utf8_is_listed_and_nothing_kept(env: Env, monkeypatch
     shown = run()
     assert run() == shown and run.read == 2
     assert not list((env.home / "cache" / "list").glob("out-*.bin"))
+
+
+def test_each_directory_is_scanned_once_a_listing(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The output cache is checked against the scan the listing then reads from: no second stat."""
+    for d in ("--a--", "--b--", "--c--"):
+        session(env.sessions / d, len(d), f"prompt {d}")
+    scanned: list[Path] = []
+    real = snapshot._scan
+
+    def counted(directory: Path) -> tuple:
+        scanned.append(directory)
+        return real(directory)
+
+    monkeypatch.setattr(snapshot, "_scan", counted)
+    run = Listing(monkeypatch, env.home, "--all")
+    run()  # read, not kept yet (the files are new)
+    assert sorted(scanned) == sorted((env.sessions / d) for d in ("--a--", "--b--", "--c--"))
+    scanned.clear()
+    run.cached()
+    assert len(scanned) == 6  # read and kept, then printed from the cache: three directories each time
