@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import gc
 import os
 import shutil
+import sys
+import time
 import unicodedata
 from datetime import datetime
 from pathlib import Path
 
 import click
+import orjson
 
-from harnesskit.session import store
-from harnesskit.text import visible
-
-from . import render
-from .progress import progress
-from .screen import echo
+from harnesskit.session import snapshot, store
 
 HEADERS = ("modified", "name", "msgs", "model", "first message", "path")
 _NAME_MAX, _MODEL_MAX, _ROOM_MIN, _GAP = 20, 16, 30, "  "
@@ -55,31 +55,86 @@ def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str |
         list_harnesses(harness, as_json, limit, session_dir, everywhere)
         return
     directories = store.all_session_dirs() if everywhere else [store.session_dir(os.getcwd(), session_dir)]
+    width = shutil.get_terminal_size((80, 24)).columns
     enabled = gc.isenabled()
-    gc.disable()  # rows of 100,000 sessions hold no cycles: no collection needs to walk them
+    gc.disable()  # the keys and rows of 100,000 sessions hold no cycles: no collection needs to walk them
     try:
-        with progress(0, "reading sessions") as bar:
-            def on_progress(done: int, total: int) -> None:
-                bar.total = max(total, 1)
-                bar(done)
-            rows = store.list_rows(directories, limit, on_progress if bar is not None else None)
-        _show(rows, directories, everywhere, as_json, full_path)
+        _list(directories, everywhere, as_json, limit, full_path, width)
     finally:
         if enabled:
             gc.enable()
 
 
-def _show(rows: list[tuple], directories: list[Path], everywhere: bool, as_json: bool, full_path: bool) -> None:
-    """The rows (Summary's fields, in order) as JSON Lines or as the table."""
-    if as_json:
-        click.echo("".join(render.json_line({
-            "path": file, "id": session_id, "modified": modified, "cwd": cwd, "name": name,
-            "firstMessage": first_user, "messages": messages, "model": model,
-        }) + "\n" for file, modified, session_id, cwd, name, first_user, messages, model in rows), nl=False)
+def _list(directories: list[Path], everywhere: bool, as_json: bool, limit: int | None, full_path: bool,
+          width: int) -> None:
+    """From the output cache when exactly this state was listed so before; else read (the progress
+    bar, the rows and the table imported only then)."""
+    scanned = snapshot.Scan(directories)
+    shape = orjson.dumps(["all" if everywhere else os.path.abspath(directories[0]), as_json, limit, full_path]).decode()
+    cache = snapshot.OutputCache(scanned, shape, {
+        "width": None if as_json else width, "root": os.fspath(store.sessions_root()), "clock": _clock()})
+    out = cache.load()
+    if out is not None:  # exactly this state of every file was listed so before, with these options
+        _write(out)
         return
-    if not rows:
+    from .progress import progress
+    from .screen import echo
+
+    with progress(0, "reading sessions") as bar:
+        def on_progress(done: int, total: int) -> None:
+            bar.total = max(total, 1)
+            bar(done)
+        rows = store.list_rows(directories, limit, on_progress if bar is not None else None, scanned)
+    text = _shown(rows, width, as_json, full_path)
+    if text is None:
         echo("no sessions" + ("" if everywhere else f" in {directories[0]}"), err=True)
         return
+    click.echo(text, nl=False)
+    with contextlib.suppress(UnicodeEncodeError):
+        cache.save(text.encode())
+
+
+def _clock() -> list:
+    """What the local time of a timestamp depends on: TZ and the zone file it names or the system's."""
+    tz, tzdir = os.environ.get("TZ"), os.environ.get("TZDIR")
+    zones = ["/etc/localtime"]
+    if tz:
+        zones.append(os.path.join(tzdir or "/usr/share/zoneinfo", tz.lstrip(":")))
+    files = []
+    for zone in zones:
+        try:
+            st = os.stat(zone)
+        except (OSError, ValueError):
+            files.append(None)
+        else:
+            files.append([st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev])
+    return [tz, tzdir, list(time.tzname), time.timezone, time.altzone, files]
+
+
+def _write(out: bytes) -> None:
+    """A cached output printed as click.echo printed it: its bytes as they are where stdout writes
+    UTF-8 (and no escape sequence could be stripped), else through click as text."""
+    encoding = codecs.lookup(getattr(sys.stdout, "encoding", None) or "ascii").name
+    if encoding == "utf-8" and b"\x1b" not in out:
+        click.echo(out, nl=False)
+    else:
+        click.echo(out.decode(), nl=False)
+
+
+def _shown(rows: list[tuple], width: int, as_json: bool, full_path: bool) -> str | None:
+    """The rows (Summary's fields, in order) as JSON Lines or as the table, as printed; None when
+    there are none for the table."""
+    from harnesskit.text import visible
+
+    from . import render
+
+    if as_json:
+        return "".join(render.json_line({
+            "path": file, "id": session_id, "modified": modified, "cwd": cwd, "name": name,
+            "firstMessage": first_user, "messages": messages, "model": model,
+        }) + "\n" for file, modified, session_id, cwd, name, first_user, messages, model in rows)
+    if not rows:
+        return None
     files, modified, _ids, _cwds, names, first_users, messages, models = map(list, zip(*rows, strict=True))
     root = os.path.join(store.sessions_root(), "")
     when: dict[int, str] = {}
@@ -87,7 +142,7 @@ def _show(rows: list[tuple], directories: list[Path], everywhere: bool, as_json:
         files = [f[len(root):] if f.startswith(root) else f for f in files]
     columns = [[_when(m, when) for m in modified], _cleaned(names), list(map(str, messages)), _cleaned(models),
                _cleaned(first_users), files if "".join(files).isprintable() else list(map(visible, files))]
-    click.echo(table(columns, shutil.get_terminal_size((80, 24)).columns, cut_path=not full_path))
+    return table(columns, width, cut_path=not full_path) + "\n"
 
 
 def _cleaned(texts: list[str | None]) -> list[str]:
@@ -167,6 +222,10 @@ def _clean(text: str) -> str:
     text = text[:400]  # more than a terminal row shows
     if text.isprintable():
         return text.strip()
+    from harnesskit.text import visible
+
+    from . import render
+
     return visible(render.one_line(text))
 
 

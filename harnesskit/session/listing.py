@@ -13,6 +13,8 @@ files changed (the same names, each with the same key) is taken from it whole, w
 file and no Python per file; where the index is there, the cache holds what the index said of the
 directory, and stands only while that index file is the same one. The cache is only ever an
 optimisation: missing, unreadable or damaged, it is rebuilt; unwritable, it is skipped.
+
+Above it, snapshot.py's output cache keeps what a whole listing printed.
 """
 
 from __future__ import annotations
@@ -23,21 +25,19 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
-from functools import partial
 from operator import attrgetter, itemgetter
 from pathlib import Path
-from stat import S_ISREG
 
 import msgspec
 import orjson
 
 from .reader import open_reporting
+from .snapshot import Key, Scan, index_source
 from .store import Summary, activity_ms, header_of, home_dir, iso_ms, loads, summary_of
 
 _VERSION = 2
 _BLOCK = 1 << 16  # tail reads go backwards this many bytes at a time
 
-Key = tuple[int, int, int, int, int]  # a file's (size, mtime, ctime, inode, device)
 Choice = tuple[float, str, str | None]  # modified seconds, session id, cwd: what a file is sorted by
 Told = tuple[str | None, str | None, int, str | None]  # name, first user message, message count, model
 Row = tuple[str, float, str, str | None, str | None, str | None, int, str | None]  # Summary's fields, in order
@@ -102,43 +102,6 @@ def _save_cache(cache: _Cache) -> None:
             tmp.unlink()
 
 
-_KEY_OF = attrgetter("st_size", "st_mtime_ns", "st_ctime_ns", "st_ino", "st_dev")
-_MODE = attrgetter("st_mode")
-
-
-def _scan(directory: Path) -> tuple[list[str], list[os.stat_result]]:
-    """The `*.jsonl` regular files directly in `directory` (links followed), in os.listdir's order,
-    and their stats: one stat each (by name, from the directory: no path walked again), and no
-    Python per file unless one is odd (gone meanwhile, a folder, a dangling link)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return [], []
-    try:
-        names = [name for name in os.listdir(fd) if name.endswith(".jsonl")]
-        stat = partial(os.stat, dir_fd=fd)
-        try:
-            found = list(map(stat, names))
-            if all(map(S_ISREG, map(_MODE, found))):
-                return names, found
-        except OSError:
-            pass
-        kept, stats = [], []
-        for name in names:
-            try:
-                st = stat(name)
-            except OSError:
-                continue
-            if S_ISREG(st.st_mode):
-                kept.append(name)
-                stats.append(st)
-        return kept, stats
-    except OSError:
-        return [], []
-    finally:
-        os.close(fd)
-
-
 def _choose(path: Path, mtime: float) -> list | None:
     """[modified seconds, session id, cwd] from the header and the tail, or None: no session file."""
     try:
@@ -196,15 +159,14 @@ def _summary(path: Path, mtime: float, report: Callable[[int], None] | None = No
 
 
 class _Dir:
-    """One directory as this listing sees it: its files (names, stats, keys) and, for each, what is
+    """One directory as this listing sees it: its files (names and keys) and, for each, what is
     known of it (`choices`, `summaries`: from the cache where it is current, else read)."""
 
-    __slots__ = ("path", "names", "stats", "keys", "cache", "choices", "summaries", "source", "dirty")
+    __slots__ = ("path", "names", "keys", "cache", "choices", "summaries", "source", "dirty")
 
-    def __init__(self, path: Path, source: str) -> None:
+    def __init__(self, path: Path, source: str, names: list[str], keys: list[Key]) -> None:
         self.path = path
-        self.names, self.stats = _scan(path)
-        self.keys: list = list(map(_KEY_OF, self.stats))
+        self.names, self.keys = names, keys
         self.choices: list | None = None  # None until known: from the cache, read, or (index) told
         self.summaries: list = []
         self.source = source
@@ -213,7 +175,7 @@ class _Dir:
         cache = self.cache
         if cache is not None and cache.source == source and cache.names == self.names and cache.keys == self.keys:
             self.choices, self.summaries = cache.choices, cache.summaries  # nothing changed: taken whole
-            self.stats = self.cache = None
+            self.cache = None
         else:
             self.dirty = True
 
@@ -225,15 +187,15 @@ class _Dir:
         if cache is not None and cache.source == "files":
             known = dict(zip(cache.names, zip(cache.keys, cache.choices, cache.summaries, strict=True), strict=True))
         self.choices, self.summaries = [], []
-        for name, key, st in zip(self.names, self.keys, self.stats, strict=True):
+        for name, key in zip(self.names, self.keys, strict=True):
             record = known.get(name)
             if record is not None and record[0] == key:
                 self.choices.append(record[1])
                 self.summaries.append(record[2])
             else:
-                self.choices.append(_choose(Path(self.path, name), st.st_mtime))
+                self.choices.append(_choose(Path(self.path, name), _mtime(key[1])))
                 self.summaries.append(None)
-        self.source, self.stats, self.cache = "files", None, None
+        self.source, self.cache = "files", None
 
     def told(self, rows: list[Row]) -> None:
         """The whole listing of this directory as the index gave it, kept for the next list."""
@@ -261,25 +223,18 @@ class _Dir:
                                self.choices, self.summaries))
 
 
-def _index_source() -> str | None:
-    """"index DEV INODE" of the index file when there is one: a cache the index told stands only
-    for that file (`index --rebuild` makes another)."""
-    try:
-        st = os.stat(home_dir() / "index.sqlite")
-    except OSError:
-        return None
-    return f"index {st.st_dev} {st.st_ino}" if S_ISREG(st.st_mode) else None
-
-
 def list_rows(directories: list[Path], limit: int | None = None,
-              on_progress: Callable[[int, int], None] | None = None) -> list[Row]:
+              on_progress: Callable[[int, int], None] | None = None, scanned: Scan | None = None) -> list[Row]:
     """The newest `limit` sessions of `directories` (all when None), newest first, as tuples of
     Summary's fields (100,000 of them need no object each). `on_progress` hears (bytes read, bytes
-    to read) while the sessions shown are read whole (a big one takes seconds)."""
+    to read) while the sessions shown are read whole (a big one takes seconds). `scanned`: the
+    directories' scan when the caller has taken it (for the output cache), else taken here."""
     enabled = gc.isenabled()
     gc.disable()  # 100,000 cached records hold no cycles: the cyclic GC would only walk them, again and again
     try:
-        return _list_rows(directories, limit, on_progress)
+        if scanned is None or scanned.dirs != list(directories):
+            scanned = Scan(directories)
+        return _list_rows(scanned, limit, on_progress)
     finally:
         if enabled:
             gc.enable()
@@ -318,12 +273,12 @@ def _from_index(directories: list[Path], limit: int | None,
 _ROW_OF = attrgetter(*Summary.__slots__)
 
 
-def _list_rows(directories: list[Path], limit: int | None,
-               on_progress: Callable[[int, int], None] | None) -> list[Row]:
+def _list_rows(scanned: Scan, limit: int | None, on_progress: Callable[[int, int], None] | None) -> list[Row]:
     """Each directory from its cache when nothing in it changed; the others from the index when it
     is there (then cached whole for the next list), else from the files themselves."""
-    index = _index_source()
-    dirs = [_Dir(directory, index or "files") for directory in directories]
+    index = index_source()
+    dirs = [_Dir(directory, index or "files", names, keys)
+            for directory, names, keys in zip(scanned.dirs, scanned.names, scanned.keys, strict=True)]
     missed = [d for d in dirs if d.choices is None]
     told: dict[Path, list[Row]] = {}  # what the index said of the newest `limit` of the missed directories
     if missed and index is not None:

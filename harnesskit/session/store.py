@@ -285,11 +285,12 @@ def list_sessions(directories: list[Path], limit: int | None = None,
 
 
 def list_rows(directories: list[Path], limit: int | None = None,
-              on_progress: Callable[[int, int], None] | None = None) -> list[tuple]:
-    """list_sessions as tuples of Summary's fields, in its order: a listing of 100,000 need no object each."""
+              on_progress: Callable[[int, int], None] | None = None, scanned: object = None) -> list[tuple]:
+    """list_sessions as tuples of Summary's fields, in its order: a listing of 100,000 need no object each.
+    `scanned`: the directories' listing.Scan when the caller took it (it checked its output cache by it)."""
     from .listing import list_rows as listing
 
-    return listing(directories, limit, on_progress)
+    return listing(directories, limit, on_progress, scanned)  # type: ignore[arg-type]
 
 
 def all_session_dirs() -> list[Path]:
