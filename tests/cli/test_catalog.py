@@ -361,8 +361,9 @@ def _with_worker(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_rows_inserted_many_per_statement_are_those_inserted_one_at_a_time(
         env: Env, monkeypatch: pytest.MonkeyPatch, parameters: int) -> None:
     """Each table's rows go in a statement of many rows (as many as `_PARAMETERS` allows, the rest one
-    at a time) and the FTS rows at the end of each transaction: the same index as one row per statement,
-    from scratch and through an update, whatever number of rows is left over."""
+    at a time) and the FTS rows at the end of each transaction, FTS5's merging paused over the new
+    files: the same index as one row per statement, from scratch and through an update, whatever
+    number of rows is left over."""
     made = corpus(env.sessions, 131, cwds=("/w/a", "/w/b", "/w/c"))
     monkeypatch.setattr(catalog, "_PARAMETERS", 1)  # one row per statement
     expected = rebuilt(env.sessions)
@@ -373,6 +374,9 @@ def test_rows_inserted_many_per_statement_are_those_inserted_one_at_a_time(
     assert result.exit_code == 0, result.output
     db = env.home / "index.sqlite"
     assert incremental(db, env.sessions) == expected
+    conn = sqlite3.connect(db)  # FTS5's merging, paused while the new files went in, is back on
+    assert conn.execute("SELECT v FROM messages_fts_config WHERE k = 'automerge'").fetchall() == [(4,)]
+    conn.close()
     rng = random.Random(parameters)
     for m in rng.sample(made, 60):  # changed files go through the update's batches
         m.append(turn(rng, 90, m.lines[-1]["id"], START_MS + 10**7))
