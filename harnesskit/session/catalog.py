@@ -1122,13 +1122,13 @@ def _add_new(conn: sqlite3.Connection, items: list[tuple[str, str, int, int, int
                         break
                     rows = take()
                 _insert_texts(conn, chain.from_iterable(texts))
-        if paused:
-            with _writing(conn):  # no terms written: no segment, so no merging now
-                conn.execute(_AUTOMERGE, (_AUTOMERGE_DEFAULT,))
         return done
     finally:
         if stream is not None:
             stream.close()  # ends the worker if it still runs
+        if paused:  # also after a race or an error (the next try may be no bulk one)
+            with contextlib.suppress(sqlite3.Error), _writing(conn):  # no terms written: no merging now
+                conn.execute(_AUTOMERGE, (_AUTOMERGE_DEFAULT,))
 
 
 class _Batch:
