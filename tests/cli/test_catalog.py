@@ -357,6 +357,38 @@ def _with_worker(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return started
 
 
+@pytest.mark.parametrize("parameters", [19, 40, 999])
+def test_rows_inserted_many_per_statement_are_those_inserted_one_at_a_time(
+        env: Env, monkeypatch: pytest.MonkeyPatch, parameters: int) -> None:
+    """Each table's rows go in a statement of many rows (as many as `_PARAMETERS` allows, the rest one
+    at a time) and the FTS rows at the end of each transaction, FTS5's merging paused over the new
+    files: the same index as one row per statement, from scratch and through an update, whatever
+    number of rows is left over."""
+    made = corpus(env.sessions, 131, cwds=("/w/a", "/w/b", "/w/c"))
+    monkeypatch.setattr(catalog, "_PARAMETERS", 1)  # one row per statement
+    expected = rebuilt(env.sessions)
+    monkeypatch.setattr(catalog, "_PARAMETERS", parameters)
+    monkeypatch.setattr(catalog, "COMMIT_BYTES", 20_000)  # a few transactions
+    monkeypatch.setattr(catalog, "BATCH_FILES", 17)
+    result = invoke("index")
+    assert result.exit_code == 0, result.output
+    db = env.home / "index.sqlite"
+    assert incremental(db, env.sessions) == expected
+    conn = sqlite3.connect(db)  # FTS5's merging, paused while the new files went in, is back on
+    assert conn.execute("SELECT v FROM messages_fts_config WHERE k = 'automerge'").fetchall() == [(4,)]
+    conn.close()
+    rng = random.Random(parameters)
+    for m in rng.sample(made, 60):  # changed files go through the update's batches
+        m.append(turn(rng, 90, m.lines[-1]["id"], START_MS + 10**7))
+    monkeypatch.setattr(catalog, "_PARAMETERS", 1)
+    expected = rebuilt(env.sessions)
+    monkeypatch.setattr(catalog, "_PARAMETERS", parameters)
+    assert invoke("index").exit_code == 0
+    assert incremental(db, env.sessions) == expected
+    hits = invoke("search", "zz00130marker", "--all", "--json", "--role", "user")
+    assert [json.loads(line)["path"] for line in hits.stdout.splitlines()] == [str(made[130].path)]
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker process is forked")
 def test_a_worker_process_builds_the_same_index(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     made = corpus(env.sessions, 150, cwds=("/w/a", "/w/b", "/w/c"))
