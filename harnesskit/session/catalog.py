@@ -879,6 +879,7 @@ def _apply(conn: sqlite3.Connection, work: list[tuple[Source, os.stat_result]], 
         with _writing(conn):
             batch = _Batch(conn)
             if start == 0:
+                _resume_merging(conn)  # a bulk run killed before it set it back (see _AUTOMERGE)
                 for path, session in sessions_gone.items():
                     batch.drop(path, session)
                     stats.dropped += 1
@@ -1045,10 +1046,19 @@ def _no_gc() -> Iterator[None]:
 # paused while new files go in, and the next writes merge little by little again (FTS5's default
 # automerge, 4). What a query finds and how it ranks does not depend on the segments. 100,000
 # sessions, the inserts alone, two rounds at load 11: commits 0.89/0.87 s -> 0.59/0.48 s CPU,
-# all inserts 4.47/5.49 s -> 4.27/4.27 s. A killed run leaves it paused until the next such run
-# (FTS5 still merges 16 segments of a level, its crisismerge).
+# all inserts 4.47/5.49 s -> 4.27/4.27 s. A killed run leaves it paused: the next update that
+# writes sets it back (`_resume_merging`).
 _AUTOMERGE = "INSERT INTO messages_fts(messages_fts, rank) VALUES('automerge', ?)"
 _AUTOMERGE_DEFAULT = 4
+
+
+def _resume_merging(conn: sqlite3.Connection) -> None:
+    """FTS5's merging back on where a bulk run was killed before it set it back (it keeps its
+    settings in the `_config` shadow table): otherwise every later commit's segment would stay as
+    written until 16 of a level pile up."""
+    row = conn.execute("SELECT v FROM messages_fts_config WHERE k = 'automerge'").fetchone()
+    if row is not None and row[0] == 0:
+        conn.execute(_AUTOMERGE, (_AUTOMERGE_DEFAULT,))
 
 
 @_no_gc()  # the fork included: the worker runs without it too

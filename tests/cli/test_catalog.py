@@ -292,6 +292,24 @@ def test_a_killed_index_leaves_a_usable_database(env: Env) -> None:
     assert incremental(db, env.sessions) == rebuilt(env.sessions)
 
 
+def test_merging_left_paused_by_a_killed_bulk_run_is_set_back_by_the_next_update(env: Env) -> None:
+    """A from-scratch run pauses FTS5's merging and is killed before it sets it back (the state is
+    made here as it leaves it): the next update that writes, an appended turn, sets it back."""
+    made = corpus(env.sessions, 20)
+    assert invoke("index", "-q").exit_code == 0
+    db = env.home / "index.sqlite"
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute(catalog._AUTOMERGE, (0,))
+    conn.close()
+    made[7].append(turn(random.Random(7), 91, made[7].lines[-1]["id"], START_MS + 10**7))
+    assert invoke("index", "-q").exit_code == 0
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT v FROM messages_fts_config WHERE k = 'automerge'").fetchall() == [(4,)]
+    conn.close()
+    assert incremental(db, env.sessions) == rebuilt(env.sessions)
+
+
 def test_concurrent_updates_do_not_corrupt_the_index(env: Env) -> None:
     corpus(env.sessions, 1500)
     procs = [subprocess.Popen([sys.executable, "-m", "harnesskit", "index", "-q"], env=_environ(env),
