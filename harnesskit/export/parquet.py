@@ -15,9 +15,11 @@ import os
 import socket
 import tempfile
 import uuid
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -206,13 +208,29 @@ def _array(column: tuple, kind: pa.DataType) -> pa.Array:
     in C). A string column may hold what the entry held (a number, a list, a lone surrogate, which
     no UTF-8 encodes): then each value goes through `_string`."""
     try:
-        if column[0].__class__ is bytes:  # lines as written: taken as bytes, checked as UTF-8 in one pass
-            return pa.array(column, type=pa.binary()).cast(kind)
+        if column[0].__class__ is bytes:  # lines as written
+            return _lines(column, kind)
         return pa.array(column, type=kind)
     except (pa.ArrowTypeError, pa.ArrowInvalid, UnicodeEncodeError):
         if kind != pa.string():
             raise
         return pa.array([_string(v) for v in column], type=kind)
+
+
+def _lines(column: list, kind: pa.DataType) -> pa.Array:
+    """A column of lines as written (bytes), as Arrow text checked as UTF-8 in one pass. Joined once
+    into the values buffer, which Arrow takes as it is, with their offsets: converted value by value,
+    the lines were copied again each time Arrow's buffer grew (6% of a process's instructions)."""
+    try:
+        data = b"".join(column)
+    except TypeError:  # a text among the lines (an entry that was no line: a migrated one)
+        data = None
+    if data is None or len(data) >= 1 << 31 or kind != pa.string():  # (int32 offsets)
+        return pa.array(column, type=pa.binary()).cast(kind)
+    offsets = array("i", accumulate(map(len, column), initial=0))
+    lines = pa.Array.from_buffers(kind, len(column), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    lines.validate(full=True)  # UTF-8: ArrowInvalid otherwise, as the cast raises
+    return lines
 
 
 def _string(value: object) -> str | None:
