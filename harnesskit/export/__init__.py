@@ -62,13 +62,16 @@ def script_json(value: object) -> bytes:
 
 def stream_entries(path: Path, warn: Callable[[Diagnostic], None],
                    split: Callable[[BinaryIO, dict, int], int | None] | None = None,
+                   lane: Callable[[bytes], object | None] | None = None,
                    ) -> tuple[dict, Iterator[tuple[dict, bytes | None]]]:
     """The (v3) header and the entries of any session file the core reads, each with its line's JSON
     text as written (None where the entry is not the line: a migrated or converted one). A pi v3 file
     streams (memory does not grow with it); a legacy one, or another harness's, is read into the
     core's entries in memory first. `split(fp, header, its line)`, called for a streamed file once its
     header is read (`fp` just after it), may return a line start where the entries are to stop (the
-    rest are another process's: see `tail`). Raises SessionError."""
+    rest are another process's: see `tail`). `lane(line)` is offered each whole line of a streamed
+    file first (a caller's faster decoder, held to this reading by its own tests): what it returns
+    that is not None is yielded in place of the entry. Raises SessionError."""
     from harnesskit.session.formats import sniff
 
     if sniff(path) != "pi":
@@ -85,27 +88,29 @@ def stream_entries(path: Path, warn: Callable[[Diagnostic], None],
             return _loaded(path, warn)
         header = item.obj
         end = split(fp, header, item.line) if split is not None else None
-        return header, _rest(fp, item.line, warn, end)
+        return header, _rest(fp, item.line, warn, end, lane)
     size = path.stat().st_size
     fp.close()
     raise no_header(path, size, [])
 
 
-def tail(path: Path, start: int, warn: Callable[[Diagnostic], None]) -> tuple[int, Iterator[tuple[dict, bytes | None]]]:
+def tail(path: Path, start: int, warn: Callable[[Diagnostic], None],
+         lane: Callable[[bytes], object | None] | None = None) -> tuple[int, Iterator[tuple[dict, bytes | None]]]:
     """The lines before `start` (a line start after a v3 header: see `stream_entries`' split) and
     the entries from there on, numbered as one reading from the top numbers them."""
     fp = open_binary(path)
     number = count_newlines(fp.fileno(), 0, start)
     fp.seek(start)
-    return number, _rest(fp, number, warn)
+    return number, _rest(fp, number, warn, None, lane)
 
 
 def _rest(fp: BinaryIO, number: int, warn: Callable[[Diagnostic], None],
-          end: int | None = None) -> Iterator[tuple[dict, bytes | None]]:
-    """The entries after the header line `number` (up to byte `end`): a line orjson reads as an
-    entry is taken as it is (its text as written); any other goes through the reader, for the
-    reader's diagnostic. The loop is every export's cost, so `line_content` and `is_header` are
-    inlined for the common line."""
+          end: int | None = None, lane: Callable[[bytes], object | None] | None = None,
+          ) -> Iterator[tuple[dict, bytes | None]]:
+    """The entries after the header line `number` (up to byte `end`): a line `lane` takes, or
+    orjson reads as an entry, is taken as it is (its text as written); any other goes through the
+    reader, for the reader's diagnostic. The loop is every export's cost, so `line_content` and
+    `is_header` are inlined for the common line."""
     loads, error = orjson.loads, orjson.JSONDecodeError
     with fp:
         offset = fp.tell()
@@ -113,6 +118,12 @@ def _rest(fp: BinaryIO, number: int, warn: Callable[[Diagnostic], None],
             number += 1
             if raw[-1:] == b"\n":
                 content = raw[:-2] if raw[-2:-1] == b"\r" else raw[:-1]
+                if lane is not None:
+                    taken = lane(content)
+                    if taken is not None:
+                        yield taken, content
+                        offset += len(raw)
+                        continue
                 try:
                     obj = loads(content)
                 except error:

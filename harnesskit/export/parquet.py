@@ -15,14 +15,17 @@ import os
 import socket
 import tempfile
 import uuid
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from msgspec import UnsetType
 
 from harnesskit.session.catalog import _INT64, UsageRow, _cost, json_text, storable
 from harnesskit.session.catalog import count as int64
@@ -86,6 +89,51 @@ def _text(content: object) -> str:
                 return text if text.__class__ is str else str(text)
         return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
     return content if isinstance(content, str) else ""
+
+
+_LANE = True  # the msgspec lane for message lines; tests turn it off to hold the two to one another
+
+
+def _lane() -> Callable[[bytes], object | None] | None:
+    """A message line decoded by msgspec into typed.py's export Structs (fewer and smaller objects
+    than orjson's dicts, read as attributes), for `_fill_rows`' first branch; None for a line it does
+    not take exactly, which is read as before: what msgspec refuses (not a message entry, a value the
+    schemas do not allow, not JSON), and a toolCall whose arguments orjson cannot write (an integer
+    beyond 64 bits, which orjson reads as a float and msgspec as an int; a lone surrogate). The
+    arguments are replaced by their JSON text, written once. Off (None) where the recursion limit would
+    let msgspec nest deeper than the reader does (typed.py)."""
+    import sys
+
+    from harnesskit.session.reader import MAX_DEPTH
+
+    if not _LANE or sys.getrecursionlimit() > MAX_DEPTH:
+        return None
+    import orjson
+
+    from harnesskit.session import typed
+
+    decode, refused, entry_class, assistant, call = (typed.decode_export, typed.Refused, typed.ExportEntry,
+                                                     typed.ExportAssistant, typed.ToolCall)
+    dumps = orjson.dumps
+
+    def take(line: bytes) -> object | None:
+        try:
+            entry = decode(line)
+        except refused:
+            return None
+        if entry.__class__ is not entry_class:
+            return None
+        message = entry.message
+        if message.__class__ is assistant:
+            for block in message.content:
+                if block.__class__ is call:
+                    try:
+                        block.arguments = dumps(block.arguments).decode()
+                    except TypeError:
+                        return None
+        return entry
+
+    return take
 
 
 @dataclass
@@ -160,13 +208,29 @@ def _array(column: tuple, kind: pa.DataType) -> pa.Array:
     in C). A string column may hold what the entry held (a number, a list, a lone surrogate, which
     no UTF-8 encodes): then each value goes through `_string`."""
     try:
-        if column[0].__class__ is bytes:  # lines as written: taken as bytes, checked as UTF-8 in one pass
-            return pa.array(column, type=pa.binary()).cast(kind)
+        if column[0].__class__ is bytes:  # lines as written
+            return _lines(column, kind)
         return pa.array(column, type=kind)
     except (pa.ArrowTypeError, pa.ArrowInvalid, UnicodeEncodeError):
         if kind != pa.string():
             raise
         return pa.array([_string(v) for v in column], type=kind)
+
+
+def _lines(column: list, kind: pa.DataType) -> pa.Array:
+    """A column of lines as written (bytes), as Arrow text checked as UTF-8 in one pass. Joined once
+    into the values buffer, which Arrow takes as it is, with their offsets: converted value by value,
+    the lines were copied again each time Arrow's buffer grew (6% of a process's instructions)."""
+    try:
+        data = b"".join(column)
+    except TypeError:  # a text among the lines (an entry that was no line: a migrated one)
+        data = None
+    if data is None or len(data) >= 1 << 31 or kind != pa.string():  # (int32 offsets)
+        return pa.array(column, type=pa.binary()).cast(kind)
+    offsets = array("i", accumulate(map(len, column), initial=0))
+    lines = pa.Array.from_buffers(kind, len(column), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    lines.validate(full=True)  # UTF-8: ArrowInvalid otherwise, as the cast raises
+    return lines
 
 
 def _string(value: object) -> str | None:
@@ -325,7 +389,8 @@ def _export_one(path: Path, out: Path, tables: dict[str, _Table], stats: ExportS
         split.append(workers[-1])
         return cut
 
-    header, entries = stream_entries(path, warn, choose)
+    lane = _lane()
+    header, entries = stream_entries(path, warn, choose, lane)
     sid = _s(header.get("id"))
     pending: dict[str, _Call] = {}  # tool calls waiting for their result, by call id
     add_call = tables["tool_calls"].rows.append
@@ -351,7 +416,7 @@ def _export_one(path: Path, out: Path, tables: dict[str, _Table], stats: ExportS
             name = done[5] if done[4] else name
         else:  # a line before the cut was no entry (or the worker failed): the rest is read here
             worker.stop()
-            number, rest = tail(path, worker.cut, warn)
+            number, rest = tail(path, worker.cut, warn, lane)
             more, more_messages, name = _fill(rest, tables, file, sid, count, on_call, on_result, name)
             count, messages = count + more, messages + more_messages
         workers.remove(worker)
@@ -383,7 +448,7 @@ def _work(path: Path, cut: int, header_line: int, sid: str | None, out: Path, pa
                 held.clear()
 
         tables = _open_tables(out, _WORKER_TABLES, part, _pool(), [])  # the parent renames them
-        number, entries = tail(path, cut, lambda d: emit(("w", d)))
+        number, entries = tail(path, cut, lambda d: emit(("w", d)), _lane())
         first = number - header_line
         count, messages, name = _fill(_while_parent(entries, os.getppid()), tables, str(path), sid, first,
                                       lambda call_id, call: emit(("c", call_id, call)),
@@ -466,8 +531,64 @@ def _fill_rows(entries: Iterable[tuple[dict, bytes | None]], tables: dict[str, _
         c.append for c in tables["messages"].columns[2:])
     held = tables["entries"].columns[2]
     add_usage = tables["usage"].rows.append
+    from harnesskit.session import typed
+
+    lane_entry, assistant, result, call, text_block = (typed.ExportEntry, typed.ExportAssistant,
+                                                       typed.ExportToolResult, typed.ToolCall, typed.Text)
     for position, (entry, raw) in enumerate(entries, first):
         count += 1
+        if entry.__class__ is lane_entry:  # a message line of `_lane`: the dict branch below, on Structs
+            entry_id = entry.id
+            e_position(position)
+            e_id(entry_id)
+            e_parent(entry.parentId)
+            e_type("message")
+            e_stamp(entry.timestamp)
+            e_json(raw)
+            if len(held) >= BATCH_ROWS:
+                for table in tables.values():
+                    table.flush()
+            message = entry.message
+            stamp = message.timestamp
+            if stamp.__class__ is int and -_INT64 < stamp:  # (at most 2**63 - 1: typed.py)
+                time_ms = stamp
+            elif stamp is None:
+                time_ms = iso_to_ms(entry.timestamp)
+            else:
+                time_ms = int64(stamp)
+            messages += 1
+            content = message.content
+            m_position(position)
+            m_id(entry_id)
+            m_time(time_ms)
+            if content.__class__ is str:
+                m_text(content)
+            elif len(content) == 1:
+                block = content[0]
+                m_text(block.text if block.__class__ is text_block else "")
+            else:
+                m_text("\n".join([block.text for block in content if block.__class__ is text_block]))
+            kind = message.__class__
+            if kind is assistant:
+                m_role("assistant")
+                m_provider(message.provider)
+                m_model(message.model)
+                m_stop(message.stopReason)
+                for block in content:
+                    if block.__class__ is call:
+                        call_id = block.id or ""
+                        on_call(call_id, (file, sid, entry_id, call_id, block.name, block.arguments))
+                add_usage(_typed_usage_row(file, sid, entry_id, time_ms, message))
+                continue
+            m_provider(None)
+            m_model(None)
+            m_stop(None)
+            if kind is result:
+                m_role("toolResult")
+                on_result(message.toolCallId or "", entry_id, message.isError)
+            else:
+                m_role("user")
+            continue
         get = entry.get
         entry_id = get("id")
         kind = get("type")
@@ -520,6 +641,29 @@ def _fill_rows(entries: Iterable[tuple[dict, bytes | None]], tables: dict[str, _
             on_result(_s(message.get("toolCallId")) or "", entry_id if entry_id.__class__ is str else _s(entry_id),
                       bool(message.get("isError")))
     return count, messages, name
+
+
+def _typed_usage_row(file: str, sid: str | None, entry_id: str, time_ms: int | None, message: object) -> tuple:
+    """`_usage_row` of a typed.py ExportAssistant: its counts are ints within 64 bits (typed.py),
+    so only -2**63, which int64() makes 0, needs a look."""
+    usage = message.usage  # type: ignore[attr-defined]
+    counts = [usage.input, usage.output, usage.cacheRead, usage.cacheWrite]
+    if not -_INT64 < min(counts):
+        counts = [int64(n) for n in counts]
+    total = usage.totalTokens
+    if not -_INT64 < total:
+        total = 0
+    total = total or sum(counts)
+    cost = usage.cost
+    own = None
+    if cost.__class__ is not UnsetType:
+        recorded = cost.total
+        if recorded.__class__ is not UnsetType and (recorded != 0 or not any(counts)):
+            own = float(recorded)
+    provider, model = message.provider, message.model  # type: ignore[attr-defined]
+    priced = own if own is not None else \
+        message_cost(UsageRow(file, sid, None, "pi", entry_id, time_ms, provider, model, *counts, total, own))
+    return (file, sid, entry_id, time_ms, provider, model, *counts, total, priced, own is not None)
 
 
 def _usage_row(file: str, sid: str | None, entry_id: str | None, time_ms: int | None, message: dict,

@@ -154,3 +154,38 @@ class CountedEntry(_Entry, tag="message"):
 
 
 decode_counted = msgspec.json.Decoder(CountedEntry | _NeverEntry).decode
+
+
+# -- export --parquet: the Structs again, with what the tables keep as the reader's dicts give it ---
+# A message's timestamp is an int within 64 bits or a float as orjson reads it, and absent or null
+# alike (the tables take the entry's ISO time then); a cost without a total is no cost of its own
+# (CountedCost's default 0 would be one).
+_Stamp = _Int64 | float | None
+
+
+class ExportCost(CountedCost, forbid_unknown_fields=True, gc=False):
+    total: _Int64 | float | UnsetType = UNSET
+
+
+class _ExportUsage(_CountedUsage, forbid_unknown_fields=True, gc=False):
+    cost: ExportCost | UnsetType = UNSET
+
+
+class ExportUser(User, tag="user"):
+    timestamp: _Stamp = None
+
+
+class ExportAssistant(CountedAssistant, tag="assistant"):
+    usage: _ExportUsage
+    timestamp: _Stamp = None
+
+
+class ExportToolResult(ToolResult, tag="toolResult"):
+    timestamp: _Stamp = None
+
+
+class ExportEntry(_Entry, tag="message"):
+    message: ExportUser | ExportAssistant | ExportToolResult
+
+
+decode_export = msgspec.json.Decoder(ExportEntry | _NeverEntry).decode
