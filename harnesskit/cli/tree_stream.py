@@ -199,12 +199,15 @@ def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[
             room = width - 2 - len(known) - (len(entry_id) if entry_id is not None else 1)
             shown_id = entry_id or "?"
             head = f"{shown_id if shown_id.isprintable() else visible(shown_id)} {known}"
-            if not text.isprintable():
+            plain = text.isprintable()
+            if not plain:
                 text = visible(text)
             body = f"{head}: {text[:room] if room > 0 else ''}"
             bodies.append(body.encode())  # (`visible` left no lone surrogate)
             marks_at.append(len(head))
-            slow.append(0 if _narrow(body) else 1)
+            # printable ASCII takes one column a character: only the head of such a line is looked at
+            slow.append(0 if (plain and text.isascii() and head.isascii() and head.isprintable()) or _narrow(body)
+                        else 1)
             count += 1
             if batch is not None and count >= BATCH:
                 into = batch(into)
