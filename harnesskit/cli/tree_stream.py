@@ -308,15 +308,17 @@ def _worker(stream: Stream, cut: int, width: int, conn: Connection) -> None:
                            name=columns.name if last else UNNAMED)
             conn.send_bytes(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
         conn.send_bytes(pickle.dumps(diagnostics, protocol=pickle.HIGHEST_PROTOCOL))
+        columns.parents, columns.stamps, columns.lines = [], [], array("q")  # (their memory takes lines drawn)
         request = pickle.loads(conn.recv_bytes())
         if request is None:
             return
         labels, leaf, groups = request
-        render = _renderer(columns, width, labels, leaf)
-        drawn = [b"".join(render(group)) for group in groups]
-        del columns
-        for blob in drawn:
-            conn.send_bytes(blob)
+        render = _renderer(columns, width, labels, leaf, joined=False)
+        drawn = [list(render(group)) for group in groups]  # all of them (the parent prints its own meanwhile)
+        del columns, render
+        for chunks in drawn:
+            conn.send_bytes(b"".join([b"\n".join(lines) for lines in chunks]))
+            chunks.clear()
     except BaseException:  # noqa: BLE001 - no traceback on the user's terminal (Ctrl-C: the parent reports it)
         return
 
@@ -397,9 +399,12 @@ def _segments(runs: Iterator[tuple[int, int, str, str]], width: int, cut: int) -
             start, lead = end, prefix
 
 
-def _renderer(columns: Columns, width: int, labels: dict[str, str], leaf: str | None
+def _renderer(columns: Columns, width: int, labels: dict[str, str], leaf: str | None, joined: bool = True
               ) -> Callable[[Iterable[tuple[int, int, str, str]]], Iterator[bytes]]:
-    """What draws segments of `columns`' entries: their lines, encoded, in chunks of about CHUNK lines."""
+    """What draws segments of `columns`' entries: their lines, encoded, in chunks of about CHUNK lines.
+    Not `joined` (the worker, which holds all its lines until their turn), each body is dropped once
+    drawn, and the lines stay apart until sent: they take the memory the bodies leave (objects of a
+    size; a joined chunk would be new memory)."""
     ids, bodies, marks_at = columns.ids, columns.bodies, columns.marks_at
     n = len(bodies)  # (from two processes, the parent's ids go on beyond its bodies)
     slow = columns.slow if width >= 4 else bytearray(b"\x01") * n  # (a lead of "…" leaves no room to slice)
@@ -427,7 +432,8 @@ def _renderer(columns: Columns, width: int, labels: dict[str, str], leaf: str | 
 
     def render(segments: Iterable[tuple[int, int, str, str]]) -> Iterator[bytes]:
         out: list[bytes] = []
-        for start, stop, lead, prefix in segments:
+        for first, stop, lead, prefix in segments:
+            start = first
             out.append(line(start, lead).encode())
             start += 1
             if start < stop:  # the rest of a chain: one lead, every line a slice when it can be
@@ -444,13 +450,15 @@ def _renderer(columns: Columns, width: int, labels: dict[str, str], leaf: str | 
                     if end >= 0:
                         out.append(line(end, prefix).encode())
                     start = cut + 1
+            if not joined:
+                bodies[first:stop] = itertools.repeat(None, stop - first)
             if len(out) >= CHUNK:
                 out.append(b"")
-                yield b"\n".join(out)
+                yield b"\n".join(out) if joined else out  # type: ignore[misc]
                 out = []
         if out:
             out.append(b"")
-            yield b"\n".join(out)
+            yield b"\n".join(out) if joined else out  # type: ignore[misc]
 
     return render
 

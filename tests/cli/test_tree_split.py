@@ -221,8 +221,8 @@ def test_the_worker_draws_its_half(run, tmp_path: Path, monkeypatch: pytest.Monk
     parent, renderer = os.getpid(), tree_stream._renderer
     drawn: list[int] = []
 
-    def counting(columns: tree_stream.Columns, *args: object):  # noqa: ANN202
-        render = renderer(columns, *args)
+    def counting(columns: tree_stream.Columns, *args: object, **kwargs: object):  # noqa: ANN202
+        render = renderer(columns, *args, **kwargs)
 
         def counted(segments: list) -> object:
             segments = list(segments)
