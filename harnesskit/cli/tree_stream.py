@@ -9,13 +9,14 @@ line to the width is a slice). Labels and the name are gathered in file order. T
 chains as runs: a run shares one lead, so its lines are made in one comprehension, with no stack
 push per entry.
 
-Two processes: a forked worker reads the second half (cut by split.split_point) and sends back all but
-the bodies, as pickled batches; the parent reads the first half meanwhile, then renumbers the lines,
-builds the tree and plans the walk as segments of one half each. The worker draws its segments (the
-parent sends it the labels, the leaf and its segments, in groups of consecutive ones), while the parent
-draws its own; the parent prints the worker's groups in their turn, as they come through the pipe. So
-the drawing, sequential in one process, is shared, and the bodies never cross the pipe. Labels and the
-name travel as changes applied after the first half's, the worker's warnings come after the parent's:
+Two processes: a forked worker reads the second half (cut by split.split_point) and sends back its ids,
+parentIds and line numbers as pickled batches; the parent reads the first half meanwhile, then renumbers
+the lines, builds the tree, asks the worker for the timestamps of the siblings the walk sorts (a few)
+and plans the walk as segments of one half each. The worker draws its segments (the parent sends it
+the labels, the leaf and its segments, in groups of consecutive ones), while the parent draws its own;
+the parent prints the worker's groups in their turn, as they come through the pipe. So the drawing,
+sequential in one process, is shared, and neither bodies nor most timestamps cross the pipe. Labels and
+the name travel as changes applied after the first half's, the worker's warnings come after the parent's:
 stdout and stderr are those of one process byte for byte. A worker that fails costs only time (the
 parent reads its half itself, again if it must, and draws what the worker did not send).
 """
@@ -304,10 +305,15 @@ def _worker(stream: Stream, cut: int, width: int, conn: Connection) -> None:
             stop = start + BATCH
             last = stop >= n
             part = Columns(columns.ids[start:stop], columns.parents[start:stop], columns.lines[start:stop],
-                           columns.stamps[start:stop], labels=columns.labels if last else {},
-                           name=columns.name if last else UNNAMED)
+                           labels=columns.labels if last else {}, name=columns.name if last else UNNAMED)
             conn.send_bytes(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
         conn.send_bytes(pickle.dumps(diagnostics, protocol=pickle.HIGHEST_PROTOCOL))
+        stamps = columns.stamps
+        asked = pickle.loads(conn.recv_bytes())  # the timestamps of the siblings the walk sorts
+        if asked is None:
+            return
+        conn.send_bytes(pickle.dumps(list(map(stamps.__getitem__, asked)), protocol=pickle.HIGHEST_PROTOCOL))
+        del stamps
         columns.parents, columns.stamps, columns.lines = [], [], array("q")  # (their memory takes lines drawn)
         request = pickle.loads(conn.recv_bytes())
         if request is None:
@@ -327,21 +333,33 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
     """render.draw_columns of every entry (the same lines), as chunks of encoded lines. The walk is cut
     into segments of at most CHUNK lines of one half; the worker's are drawn by the worker meanwhile
     (groups of consecutive ones, a message each) and printed here in their turn."""
-    stamps = columns.stamps
-
-    def stamp(pos: int) -> int | None:
-        return iso_to_ms(stamps[pos])
-
+    stamps = columns.stamps  # (from two processes, those of the parent's half: the worker's are asked for)
     parent_of = tree.parent_at if tree.parent_at is not None else array("q", map(tree.by_id.get, tree.parents,
                                                                               repeat(-1)))
     leaf = tree.leaf_id
     remote = columns.remote
-    runs = _runs(tree, parent_of, stamp)
     mine = _renderer(columns, width, labels, leaf)
     if remote is None:
-        yield from mine(_segments(runs, width, len(parent_of)))
+        yield from mine(_segments(_runs(tree, parent_of, lambda pos: iso_to_ms(stamps[pos])), width, len(parent_of)))
         return
     offset = remote.offset
+    conn = remote.conn
+    here = None  # draws the worker's half read here, once the worker is lost
+    breaks = _breaks(parent_of)
+    asked = [pos - offset for pos in _sorted_siblings(parent_of, breaks) if pos >= offset]
+    try:
+        conn.send_bytes(pickle.dumps(asked, protocol=pickle.HIGHEST_PROTOCOL))
+        told = pickle.loads(conn.recv_bytes())
+    except (EOFError, OSError, pickle.UnpicklingError):  # the worker died: its half is read again here
+        read = _read_theirs(remote, width)
+        told = list(map(read.stamps.__getitem__, asked))
+        here = _renderer(read, width, labels, leaf)
+    theirs_at = dict(zip([pos + offset for pos in asked], told, strict=True))
+
+    def stamp(pos: int) -> int | None:
+        return iso_to_ms(stamps[pos] if pos < offset else theirs_at[pos])
+
+    runs = _runs(tree, parent_of, stamp, breaks)
     plan: list[tuple[bool, list]] = []  # (theirs, segments), in drawing order
     size = 0  # the lines of the last group
     for segment in _segments(runs, width, offset):
@@ -354,12 +372,11 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
             size = segment[1] - segment[0]
     groups = [[(start - offset, stop - offset, lead, prefix) for start, stop, lead, prefix in segments]
               for theirs, segments in plan if theirs]
-    conn = remote.conn
-    here = None  # draws the worker's half read here, once the worker is lost
-    try:
-        conn.send_bytes(pickle.dumps((labels, leaf, groups), protocol=pickle.HIGHEST_PROTOCOL))
-    except OSError:
-        here = _renderer(_read_theirs(remote, width), width, labels, leaf)
+    if here is None:
+        try:
+            conn.send_bytes(pickle.dumps((labels, leaf, groups), protocol=pickle.HIGHEST_PROTOCOL))
+        except OSError:
+            here = _renderer(_read_theirs(remote, width), width, labels, leaf)
     at = 0
     for theirs, segments in plan:
         if not theirs:
@@ -374,6 +391,16 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
             except (EOFError, OSError):  # the worker died: its half is read again here
                 here = _renderer(_read_theirs(remote, width), width, labels, leaf)
         yield from here(group)
+
+
+def _sorted_siblings(parent_of: array, breaks: tuple[list[int], dict[int, list[int]]]) -> list[int]:
+    """The entries whose timestamps `_runs` may read (it sorts siblings by them): the roots, when there
+    are more than one, and the children of each entry with more than one (its jumps, and the entry after
+    it when that is its child)."""
+    n = len(parent_of)
+    roots, jumps = breaks
+    return [*(roots if len(roots) > 1 else []), *itertools.chain.from_iterable(jumps.values()),
+            *(pos + 1 for pos in jumps if pos + 1 < n and parent_of[pos + 1] == pos)]
 
 
 def _read_theirs(remote: Remote, width: int) -> Columns:
@@ -468,11 +495,8 @@ def _sliced(lead: str, body: str, room: int) -> str:
     return lead + body if len(body) <= room else lead + body[:room - 1] + ELLIPSIS
 
 
-def _runs(tree: Tree, parent_of: array, stamp: Callable[[int], int | None]) -> Iterator[tuple[int, int, str, str]]:
-    """render._walk in runs: (start, stop, lead, prefix) for the entries start..stop-1 in drawing order, the
-    first drawn with `lead`, the others (each the only child of the one before) with `prefix`. Children
-    are the next entry when it is one (a chain) and the `jumps` (any other child: a branch, a parent
-    later in the file), so only the jumps are indexed."""
+def _breaks(parent_of: array) -> tuple[list[int], dict[int, list[int]]]:
+    """The roots, and the `jumps` (each entry's children but the entry after it), in file order."""
     n = len(parent_of)
     roots: list[int] = []
     jumps: dict[int, list[int]] = {}
@@ -483,6 +507,17 @@ def _runs(tree: Tree, parent_of: array, stamp: Callable[[int], int | None]) -> I
             roots.append(pos)
         else:
             jumps.setdefault(parent, []).append(pos)
+    return roots, jumps
+
+
+def _runs(tree: Tree, parent_of: array, stamp: Callable[[int], int | None],
+          breaks: tuple[list[int], dict[int, list[int]]] | None = None) -> Iterator[tuple[int, int, str, str]]:
+    """render._walk in runs: (start, stop, lead, prefix) for the entries start..stop-1 in drawing order, the
+    first drawn with `lead`, the others (each the only child of the one before) with `prefix`. Children
+    are the next entry when it is one (a chain) and the `jumps` (any other child: a branch, a parent
+    later in the file), so only the jumps are indexed (`breaks`, found here when not given)."""
+    n = len(parent_of)
+    roots, jumps = _breaks(parent_of) if breaks is None else breaks
     stack = _stacked(tree, roots, "", stamp)
     drawn = bytearray(n)
     scan = 0

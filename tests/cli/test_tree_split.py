@@ -163,19 +163,21 @@ def test_merges_across_the_cut(run, tmp_path: Path, monkeypatch: pytest.MonkeyPa
         assert "[first]" not in out and "[kept]" in out and "[late]" in out
 
 
-@pytest.mark.parametrize("where", ["collecting", "sending", "drawing", "sending lines"])
+@pytest.mark.parametrize("where", ["collecting", "sending", "asked", "drawing", "sending lines"])
 def test_a_failed_worker_costs_only_time(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
                                          spy: list[str], where: str) -> None:
     """The worker fails (its collecting raises, or it dies after sending a batch): the parent drops what
-    it got and reads the second half itself, silently. It fails after its columns were merged (its
-    drawing raises, or it dies after sending some of its lines): the parent reads the second half again
-    and draws the worker's lines it did not get."""
+    it got and reads the second half itself, silently. It fails after its columns were merged (it dies
+    when asked for timestamps, its drawing raises, or it dies after sending some of its lines): the
+    parent reads the second half again and draws the worker's lines it did not get."""
     from multiprocessing.connection import Connection
 
     path = generate.generate(tmp_path / "s.jsonl", 1000, seed=8)
     parent, collect, send, renderer = os.getpid(), tree_stream.collect, Connection.send_bytes, tree_stream._renderer
+    recv = Connection.recv_bytes
     sent: list[int] = []
-    lines = 2 + 1000 // 2 // 100  # the worker's messages before its lines: batches of 100 entries, the diagnostics
+    # the worker's messages before its lines: batches of 100 entries, the diagnostics, the timestamps asked for
+    lines = 3 + 1000 // 2 // 100
 
     def failing(*args: object, **kwargs: object):  # noqa: ANN202
         if os.getpid() != parent:
@@ -186,6 +188,11 @@ def test_a_failed_worker_costs_only_time(run, tmp_path: Path, monkeypatch: pytes
         if os.getpid() != parent:
             raise MemoryError("the worker ran out")
         return renderer(*args, **kwargs)
+
+    def dying_when_asked(self: Connection, *args: object) -> bytes:
+        if os.getpid() != parent:  # its first message from the parent: the timestamps it wants
+            os._exit(1)
+        return recv(self, *args)
 
     def dying_later(self: Connection, blob: bytes) -> None:
         if os.getpid() != parent and len(sent) > lines:  # after its first message of lines
@@ -206,6 +213,8 @@ def test_a_failed_worker_costs_only_time(run, tmp_path: Path, monkeypatch: pytes
         monkeypatch.setattr(tree_stream, "collect", failing)
     elif where == "sending":
         monkeypatch.setattr(Connection, "send_bytes", dying)
+    elif where == "asked":
+        monkeypatch.setattr(Connection, "recv_bytes", dying_when_asked)
     elif where == "drawing":
         monkeypatch.setattr(tree_stream, "_renderer", failing_to_draw)
     else:
