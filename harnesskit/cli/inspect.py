@@ -497,16 +497,19 @@ def streamed_tree_lines(stream: Stream, cols: int) -> Iterator[str | bytes]:
     """`--tree` of a whole v3 file from one read (in two processes for a big one: see tree_stream),
     each entry keeping only what its line shows; labels and the name gathered on the way. The same
     lines as `tree_lines` of the indexed file."""
-    from .tree_stream import UNNAMED, draw, read_columns
+    from .tree_stream import UNNAMED, draw, read_columns, release
 
     columns = read_columns(stream, cols, lambda d: warn_diagnostic(stream.path, d))
-    tree = Tree.from_columns(columns.ids, columns.parents, [], columns.lines, [])
-    for d in tree.diagnostics:
-        warn_diagnostic(stream.path, d)
-    labels = {target: label for target, label in columns.labels.items() if label is not None}
-    name = None if columns.name is UNNAMED else columns.name
-    yield fit_line(describe(stream.dialect, stream.header, len(tree), name), cols)  # type: ignore[arg-type]
-    yield from draw(columns, cols, tree, labels)
+    try:  # (a worker that draws its half is ended however this ends)
+        tree = Tree.from_columns(columns.ids, columns.parents, [], columns.lines, [])
+        for d in tree.diagnostics:
+            warn_diagnostic(stream.path, d)
+        labels = {target: label for target, label in columns.labels.items() if label is not None}
+        name = None if columns.name is UNNAMED else columns.name
+        yield fit_line(describe(stream.dialect, stream.header, len(tree), name), cols)  # type: ignore[arg-type]
+        yield from draw(columns, cols, tree, labels)
+    finally:
+        release(columns)
 
 
 def context_lines(session: Session, leaf: object, fmt: str, cols: int | None, as_json: bool) -> Iterator[str]:

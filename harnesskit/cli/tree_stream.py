@@ -9,12 +9,16 @@ line to the width is a slice). Labels and the name are gathered in file order. T
 chains as runs: a run shares one lead, so its lines are made in one comprehension, with no stack
 push per entry.
 
-Two processes: a forked worker reads the second half (cut by split.split_point) and keeps its columns
-as pickled batches (bytes take a fraction of the memory of the objects); the parent reads the first
-half meanwhile, then takes the batches one at a time, renumbers the lines and draws. Labels and the
-name travel as changes applied after the first half's, the worker's warnings come after the parent's:
+Two processes: a forked worker reads the second half (cut by split.split_point) and sends back its ids,
+parentIds and line numbers as pickled batches; the parent reads the first half meanwhile, then renumbers
+the lines, builds the tree, asks the worker for the timestamps of the siblings the walk sorts (a few)
+and plans the walk as segments of one half each. The worker draws its segments (the parent sends it
+the labels, the leaf and its segments, in groups of consecutive ones), while the parent draws its own;
+the parent prints the worker's groups in their turn, as they come through the pipe. So the drawing,
+sequential in one process, is shared, and neither bodies nor most timestamps cross the pipe. Labels and
+the name travel as changes applied after the first half's, the worker's warnings come after the parent's:
 stdout and stderr are those of one process byte for byte. A worker that fails costs only time (the
-parent reads its half itself).
+parent reads its half itself, again if it must, and draws what the worker did not send).
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ import pickle
 import re
 import sys
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from itertools import compress, repeat
+from typing import TYPE_CHECKING
 
 from harnesskit.session import split
 from harnesskit.session.format import session_name
@@ -40,6 +45,10 @@ from harnesskit.text import visible
 from . import render, tree_lane
 from .render import _stacked
 from .table import _NOT_ASCII, ELLIPSIS, char_width, fit
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
 
 BATCH = 50_000  # entries per pickled batch of the worker
 CHUNK = 8192  # lines per encoded chunk of output
@@ -61,6 +70,7 @@ class Columns:
     slow: bytearray = field(default_factory=bytearray)  # 1: cut with table.fit (not all one-column characters)
     labels: dict[str, str | None] = field(default_factory=dict)  # target -> its last label (None: cleared)
     name: object = UNNAMED
+    remote: Remote | None = None  # the worker that holds the bodies of the later entries (read_columns)
 
     def extend(self, later: Columns, base: int) -> None:
         """Append the columns of the entries after these, their lines numbered from `base` + 1."""
@@ -190,12 +200,15 @@ def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[
             room = width - 2 - len(known) - (len(entry_id) if entry_id is not None else 1)
             shown_id = entry_id or "?"
             head = f"{shown_id if shown_id.isprintable() else visible(shown_id)} {known}"
-            if not text.isprintable():
+            plain = text.isprintable()
+            if not plain:
                 text = visible(text)
             body = f"{head}: {text[:room] if room > 0 else ''}"
             bodies.append(body.encode())  # (`visible` left no lone surrogate)
             marks_at.append(len(head))
-            slow.append(0 if _narrow(body) else 1)
+            # printable ASCII takes one column a character: only the head of such a line is looked at
+            slow.append(0 if (plain and text.isascii() and head.isascii() and head.isprintable()) or _narrow(body)
+                        else 1)
             count += 1
             if batch is not None and count >= BATCH:
                 into = batch(into)
@@ -206,25 +219,49 @@ def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[
 
 
 def read_columns(stream: Stream, width: int, on_diagnostic: Callable[[Diagnostic], None]) -> Columns:
-    """The columns of the whole stream, read to its end; the reader's diagnostics in file order."""
+    """The columns of the whole stream, read to its end; the reader's diagnostics in file order. From two
+    processes, the worker's entries come without their bodies: it keeps them and draws their lines itself
+    (`draw`); `release` ends it."""
     cut = split.split_point(stream._fp, stream._offset)
     if cut is not None:
         columns = _split(stream, cut, width, on_diagnostic)
         if columns is not None:
-            stream.close()
             return columns
     return collect(stream, width, Columns(), on_diagnostic)
 
 
+@dataclass
+class Remote:
+    """The worker holding the bodies of the entries from position `offset` on (the file from `cut`)."""
+
+    conn: Connection
+    process: BaseProcess
+    offset: int
+    stream: Stream  # (kept open: a worker lost while drawing has its half read again here)
+    cut: int
+    first_line: int
+
+    def release(self) -> None:
+        split.reap(self.conn, self.process)
+        self.stream.close()
+
+
+def release(columns: Columns) -> None:
+    """End the worker of a two-process read, if there is one (after `draw`, or instead of it)."""
+    if columns.remote is not None:
+        columns.remote.release()
+
+
 def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagnostic], None]) -> Columns | None:
     """The columns from two processes; None when no worker could start (nothing read yet)."""
-    started = split.fork_worker(_worker, (stream, cut, width), duplex=False)
+    started = split.fork_worker(_worker, (stream, cut, width), duplex=True)
     if started is None:
         return None
     here, worker = started
     first = stream.first_of_two(cut)
     theirs = Columns()
     diagnostics: list[Diagnostic] | None = None
+    kept = False
     try:  # (Ctrl-C reaches both processes: each stops, and the worker is reaped here)
         mine = first.part(stream._offset, cut, stream._next_line, with_before=True)
         columns = collect(mine, width, Columns(), on_diagnostic)
@@ -238,43 +275,166 @@ def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagno
                     theirs.extend(message, 0)
         except (EOFError, OSError, pickle.UnpicklingError):  # the worker died: read its half here
             pass
+        if diagnostics is not None:
+            offset = len(columns.ids)
+            columns.extend(theirs, base)
+            columns.remote = Remote(here, worker, offset, stream, cut, base + 1)
+            kept = True
     finally:
-        split.reap(here, worker)
+        if not kept:
+            split.reap(here, worker)
     if diagnostics is None:
-        return collect(stream.part(cut, stream.size, base + 1), width, columns, on_diagnostic)
-    columns.extend(theirs, base)
+        columns = collect(stream.part(cut, stream.size, base + 1), width, columns, on_diagnostic)
+        stream.close()
+        return columns
     for d in diagnostics:
         on_diagnostic(replace(d, line=d.line + base))
     return columns
 
 
-def _worker(stream: Stream, cut: int, width: int, conn) -> None:  # noqa: ANN001 - a multiprocessing Connection
-    """The forked half: collect [cut, end) with lines numbered from 1, in pickled batches, and send them."""
+def _worker(stream: Stream, cut: int, width: int, conn: Connection) -> None:
+    """The forked half: collect [cut, end) with lines numbered from 1, send all but the bodies (pickled,
+    BATCH entries a message, then the diagnostics), then draw the groups of runs the parent asks for and
+    send their lines, a message a group."""
     try:
         diagnostics: list[Diagnostic] = []
-        blobs: list[bytes] = []
-
-        def batch(columns: Columns) -> Columns:
-            blobs.append(pickle.dumps(columns, protocol=pickle.HIGHEST_PROTOCOL))
-            return Columns()
-
-        last = collect(replace(stream, on_progress=None).part(cut, stream.size, 1), width, Columns(),
-                       diagnostics.append, batch)
-        blobs.append(pickle.dumps(last, protocol=pickle.HIGHEST_PROTOCOL))
-        for blob in blobs:
-            conn.send_bytes(blob)
-        blobs.clear()
+        columns = collect(replace(stream, on_progress=None).part(cut, stream.size, 1), width, Columns(),
+                          diagnostics.append)
+        n = len(columns.ids)
+        for start in range(0, n, BATCH) if n else [0]:
+            stop = start + BATCH
+            last = stop >= n
+            part = Columns(columns.ids[start:stop], columns.parents[start:stop], columns.lines[start:stop],
+                           labels=columns.labels if last else {}, name=columns.name if last else UNNAMED)
+            conn.send_bytes(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
         conn.send_bytes(pickle.dumps(diagnostics, protocol=pickle.HIGHEST_PROTOCOL))
+        stamps = columns.stamps
+        asked = pickle.loads(conn.recv_bytes())  # the timestamps of the siblings the walk sorts
+        if asked is None:
+            return
+        conn.send_bytes(pickle.dumps(list(map(stamps.__getitem__, asked)), protocol=pickle.HIGHEST_PROTOCOL))
+        del stamps
+        columns.parents, columns.stamps, columns.lines = [], [], array("q")  # (their memory takes lines drawn)
+        request = pickle.loads(conn.recv_bytes())
+        if request is None:
+            return
+        labels, leaf, groups = request
+        render = _renderer(columns, width, labels, leaf, joined=False)
+        drawn = [list(render(group)) for group in groups]  # all of them (the parent prints its own meanwhile)
+        del columns, render
+        for chunks in drawn:
+            conn.send_bytes(b"".join([b"\n".join(lines) for lines in chunks]))
+            chunks.clear()
     except BaseException:  # noqa: BLE001 - no traceback on the user's terminal (Ctrl-C: the parent reports it)
         return
 
 
 def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> Iterator[bytes]:
-    """render.draw_columns of every entry (the same lines), as chunks of encoded lines."""
-    ids, bodies, marks_at = columns.ids, columns.bodies, columns.marks_at
-    n = len(ids)
-    slow = columns.slow if width >= 4 else bytearray(b"\x01") * n  # (a lead of "…" leaves no room to slice)
+    """render.draw_columns of every entry (the same lines), as chunks of encoded lines. The walk is cut
+    into segments of at most CHUNK lines of one half; the worker's are drawn by the worker meanwhile
+    (groups of consecutive ones, a message each) and printed here in their turn."""
+    stamps = columns.stamps  # (from two processes, those of the parent's half: the worker's are asked for)
+    parent_of = tree.parent_at if tree.parent_at is not None else array("q", map(tree.by_id.get, tree.parents,
+                                                                              repeat(-1)))
     leaf = tree.leaf_id
+    remote = columns.remote
+    mine = _renderer(columns, width, labels, leaf)
+    if remote is None:
+        yield from mine(_segments(_runs(tree, parent_of, lambda pos: iso_to_ms(stamps[pos])), width, len(parent_of)))
+        return
+    offset = remote.offset
+    conn = remote.conn
+    here = None  # draws the worker's half read here, once the worker is lost
+    breaks = _breaks(parent_of)
+    asked = [pos - offset for pos in _sorted_siblings(parent_of, breaks) if pos >= offset]
+    try:
+        conn.send_bytes(pickle.dumps(asked, protocol=pickle.HIGHEST_PROTOCOL))
+        told = pickle.loads(conn.recv_bytes())
+    except (EOFError, OSError, pickle.UnpicklingError):  # the worker died: its half is read again here
+        read = _read_theirs(remote, width)
+        told = list(map(read.stamps.__getitem__, asked))
+        here = _renderer(read, width, labels, leaf)
+    theirs_at = dict(zip([pos + offset for pos in asked], told, strict=True))
+
+    def stamp(pos: int) -> int | None:
+        return iso_to_ms(stamps[pos] if pos < offset else theirs_at[pos])
+
+    runs = _runs(tree, parent_of, stamp, breaks)
+    plan: list[tuple[bool, list]] = []  # (theirs, segments), in drawing order
+    size = 0  # the lines of the last group
+    for segment in _segments(runs, width, offset):
+        theirs = segment[0] >= offset
+        if plan and plan[-1][0] == theirs and (not theirs or size < CHUNK):
+            plan[-1][1].append(segment)
+            size += segment[1] - segment[0]
+        else:
+            plan.append((theirs, [segment]))
+            size = segment[1] - segment[0]
+    groups = [[(start - offset, stop - offset, lead, prefix) for start, stop, lead, prefix in segments]
+              for theirs, segments in plan if theirs]
+    if here is None:
+        try:
+            conn.send_bytes(pickle.dumps((labels, leaf, groups), protocol=pickle.HIGHEST_PROTOCOL))
+        except OSError:
+            here = _renderer(_read_theirs(remote, width), width, labels, leaf)
+    at = 0
+    for theirs, segments in plan:
+        if not theirs:
+            yield from mine(segments)
+            continue
+        group = groups[at]
+        at += 1
+        if here is None:
+            try:
+                yield conn.recv_bytes()
+                continue
+            except (EOFError, OSError):  # the worker died: its half is read again here
+                here = _renderer(_read_theirs(remote, width), width, labels, leaf)
+        yield from here(group)
+
+
+def _sorted_siblings(parent_of: array, breaks: tuple[list[int], dict[int, list[int]]]) -> list[int]:
+    """The entries whose timestamps `_runs` may read (it sorts siblings by them): the roots, when there
+    are more than one, and the children of each entry with more than one (its jumps, and the entry after
+    it when that is its child)."""
+    n = len(parent_of)
+    roots, jumps = breaks
+    return [*(roots if len(roots) > 1 else []), *itertools.chain.from_iterable(jumps.values()),
+            *(pos + 1 for pos in jumps if pos + 1 < n and parent_of[pos + 1] == pos)]
+
+
+def _read_theirs(remote: Remote, width: int) -> Columns:
+    """The worker's half collected here (its diagnostics were reported already)."""
+    stream = replace(remote.stream, on_progress=None)
+    return collect(stream.part(remote.cut, stream.size, remote.first_line), width, Columns(), lambda d: None)
+
+
+def _segments(runs: Iterator[tuple[int, int, str, str]], width: int, cut: int) -> Iterator[tuple[int, int, str, str]]:
+    """The runs as segments (start, stop, lead, prefix) of at most CHUNK lines that do not cross `cut`, the
+    leads cut to half the line; a run's later segments are led by its prefix (the same lines)."""
+    half = width // 2
+    for start, stop, lead, prefix in runs:
+        if len(lead) > half:  # nested deeper than half the line: its last levels only
+            lead = ELLIPSIS + lead[len(lead) - half + 1:]
+        if len(prefix) > half:
+            prefix = ELLIPSIS + prefix[len(prefix) - half + 1:]
+        while start < stop:
+            end = min(stop, start + CHUNK)
+            if start < cut < end:
+                end = cut
+            yield start, end, lead, prefix
+            start, lead = end, prefix
+
+
+def _renderer(columns: Columns, width: int, labels: dict[str, str], leaf: str | None, joined: bool = True
+              ) -> Callable[[Iterable[tuple[int, int, str, str]]], Iterator[bytes]]:
+    """What draws segments of `columns`' entries: their lines, encoded, in chunks of about CHUNK lines.
+    Not `joined` (the worker, which holds all its lines until their turn), each body is dropped once
+    drawn, and the lines stay apart until sent: they take the memory the bodies leave (objects of a
+    size; a joined chunk would be new memory)."""
+    ids, bodies, marks_at = columns.ids, columns.bodies, columns.marks_at
+    n = len(bodies)  # (from two processes, the parent's ids go on beyond its bodies)
+    slow = columns.slow if width >= 4 else bytearray(b"\x01") * n  # (a lead of "…" leaves no room to slice)
     marked = set(labels)
     if leaf:
         marked.add(leaf)
@@ -283,11 +443,6 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
     if "?" in marked:  # the id shown for an entry without one
         for pos in compress(range(n), map(operator.not_, ids)):
             slow[pos] = 1
-    half = width // 2
-    stamps = columns.stamps
-
-    def stamp(pos: int) -> int | None:
-        return iso_to_ms(stamps[pos])
 
     def line(pos: int, lead: str) -> str:
         body = bodies[pos].decode()
@@ -302,36 +457,37 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
             body = body[:at] + visible(marks) + body[at:]
         return fit(lead + body, width)
 
-    out: list[bytes] = []
-    parent_of = tree.parent_at if tree.parent_at is not None else array("q", map(tree.by_id.get, tree.parents,
-                                                                              repeat(-1)))
-    for start, stop, lead, prefix in _runs(tree, parent_of, stamp):
-        if len(lead) > half:  # nested deeper than half the line: its last levels only
-            lead = ELLIPSIS + lead[len(lead) - half + 1:]
-        out.append(line(start, lead).encode())
-        start += 1
-        if start < stop:  # the rest of a chain: one lead, every line a slice when it can be
-            if len(prefix) > half:
-                prefix = ELLIPSIS + prefix[len(prefix) - half + 1:]
-            room = width - len(prefix)
-            keep = room - 1
-            encoded = prefix.encode()
-            while start < stop:  # slices up to the next line that needs table.fit, then that line
-                end = slow.find(1, start, stop)
-                cut = stop if end < 0 else end
-                # in bytes: an ASCII body's length and slices are its characters'
-                out += [(encoded + body if len(body) <= room else encoded + body[:keep] + _ELLIPSIS) if body.isascii()
-                        else _sliced(prefix, body.decode(), room).encode() for body in bodies[start:cut]]
-                if end >= 0:
-                    out.append(line(end, prefix).encode())
-                start = cut + 1
-        if len(out) >= CHUNK:
+    def render(segments: Iterable[tuple[int, int, str, str]]) -> Iterator[bytes]:
+        out: list[bytes] = []
+        for first, stop, lead, prefix in segments:
+            start = first
+            out.append(line(start, lead).encode())
+            start += 1
+            if start < stop:  # the rest of a chain: one lead, every line a slice when it can be
+                room = width - len(prefix)
+                keep = room - 1
+                encoded = prefix.encode()
+                while start < stop:  # slices up to the next line that needs table.fit, then that line
+                    end = slow.find(1, start, stop)
+                    cut = stop if end < 0 else end
+                    # in bytes: an ASCII body's length and slices are its characters'
+                    out += [(encoded + body if len(body) <= room else encoded + body[:keep] + _ELLIPSIS)
+                            if body.isascii() else _sliced(prefix, body.decode(), room).encode()
+                            for body in bodies[start:cut]]
+                    if end >= 0:
+                        out.append(line(end, prefix).encode())
+                    start = cut + 1
+            if not joined:
+                bodies[first:stop] = itertools.repeat(None, stop - first)
+            if len(out) >= CHUNK:
+                out.append(b"")
+                yield b"\n".join(out) if joined else out  # type: ignore[misc]
+                out = []
+        if out:
             out.append(b"")
-            yield b"\n".join(out)
-            out = []
-    if out:
-        out.append(b"")
-        yield b"\n".join(out)
+            yield b"\n".join(out) if joined else out  # type: ignore[misc]
+
+    return render
 
 
 def _sliced(lead: str, body: str, room: int) -> str:
@@ -339,11 +495,8 @@ def _sliced(lead: str, body: str, room: int) -> str:
     return lead + body if len(body) <= room else lead + body[:room - 1] + ELLIPSIS
 
 
-def _runs(tree: Tree, parent_of: array, stamp: Callable[[int], int | None]) -> Iterator[tuple[int, int, str, str]]:
-    """render._walk in runs: (start, stop, lead, prefix) for the entries start..stop-1 in drawing order, the
-    first drawn with `lead`, the others (each the only child of the one before) with `prefix`. Children
-    are the next entry when it is one (a chain) and the `jumps` (any other child: a branch, a parent
-    later in the file), so only the jumps are indexed."""
+def _breaks(parent_of: array) -> tuple[list[int], dict[int, list[int]]]:
+    """The roots, and the `jumps` (each entry's children but the entry after it), in file order."""
     n = len(parent_of)
     roots: list[int] = []
     jumps: dict[int, list[int]] = {}
@@ -354,6 +507,17 @@ def _runs(tree: Tree, parent_of: array, stamp: Callable[[int], int | None]) -> I
             roots.append(pos)
         else:
             jumps.setdefault(parent, []).append(pos)
+    return roots, jumps
+
+
+def _runs(tree: Tree, parent_of: array, stamp: Callable[[int], int | None],
+          breaks: tuple[list[int], dict[int, list[int]]] | None = None) -> Iterator[tuple[int, int, str, str]]:
+    """render._walk in runs: (start, stop, lead, prefix) for the entries start..stop-1 in drawing order, the
+    first drawn with `lead`, the others (each the only child of the one before) with `prefix`. Children
+    are the next entry when it is one (a chain) and the `jumps` (any other child: a branch, a parent
+    later in the file), so only the jumps are indexed (`breaks`, found here when not given)."""
+    n = len(parent_of)
+    roots, jumps = _breaks(parent_of) if breaks is None else breaks
     stack = _stacked(tree, roots, "", stamp)
     drawn = bytearray(n)
     scan = 0

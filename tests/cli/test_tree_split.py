@@ -1,9 +1,10 @@
-"""`inspect --tree` read in two processes (a forked worker collects the second half in pickled batches)
-prints exactly what one process prints, stdout and stderr, on every file: the fixtures, damaged copies,
-generated sessions with branches, compactions and labels, and files made to put each thing the parent
-merges across the cut (labels set and cleared, the name, duplicate and cyclic ids). A failing worker
-costs only time; Ctrl-C stops both processes with one line. HARNESSKIT_SPLIT_MIN_BYTES=0 splits even
-these small files; HARNESSKIT_SPLIT=0 reads in one process."""
+"""`inspect --tree` read in two processes (a forked worker collects the second half, sends all but the lines'
+bodies in pickled batches, and draws its own half's lines of the walk the parent plans) prints exactly
+what one process prints, stdout and stderr, on every file: the fixtures, damaged copies, generated
+sessions with branches, compactions and labels, and files made to put each thing the parent merges
+across the cut (labels set and cleared, the name, duplicate and cyclic ids). A failing worker costs
+only time, whether it fails collecting or drawing; Ctrl-C stops both processes with one line.
+HARNESSKIT_SPLIT_MIN_BYTES=0 splits even these small files; HARNESSKIT_SPLIT=0 reads in one process."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ALL_FIXTURES, split_peaks, write_lines
-from differential import KINDS, SEEDS, mutate
+from differential import SEEDS, damages, mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from writeside_helpers import isolate
@@ -162,21 +163,42 @@ def test_merges_across_the_cut(run, tmp_path: Path, monkeypatch: pytest.MonkeyPa
         assert "[first]" not in out and "[kept]" in out and "[late]" in out
 
 
-@pytest.mark.parametrize("where", ["collecting", "sending"])
+@pytest.mark.parametrize("where", ["collecting", "sending", "asked", "drawing", "sending lines"])
 def test_a_failed_worker_costs_only_time(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
                                          spy: list[str], where: str) -> None:
     """The worker fails (its collecting raises, or it dies after sending a batch): the parent drops what
-    it got and reads the second half itself, silently."""
+    it got and reads the second half itself, silently. It fails after its columns were merged (it dies
+    when asked for timestamps, its drawing raises, or it dies after sending some of its lines): the
+    parent reads the second half again and draws the worker's lines it did not get."""
     from multiprocessing.connection import Connection
 
     path = generate.generate(tmp_path / "s.jsonl", 1000, seed=8)
-    parent, collect, send = os.getpid(), tree_stream.collect, Connection.send_bytes
+    parent, collect, send, renderer = os.getpid(), tree_stream.collect, Connection.send_bytes, tree_stream._renderer
+    recv = Connection.recv_bytes
     sent: list[int] = []
+    # the worker's messages before its lines: batches of 100 entries, the diagnostics, the timestamps asked for
+    lines = 3 + 1000 // 2 // 100
 
     def failing(*args: object, **kwargs: object):  # noqa: ANN202
         if os.getpid() != parent:
             raise MemoryError("the worker ran out")
         return collect(*args, **kwargs)
+
+    def failing_to_draw(*args: object, **kwargs: object):  # noqa: ANN202
+        if os.getpid() != parent:
+            raise MemoryError("the worker ran out")
+        return renderer(*args, **kwargs)
+
+    def dying_when_asked(self: Connection, *args: object) -> bytes:
+        if os.getpid() != parent:  # its first message from the parent: the timestamps it wants
+            os._exit(1)
+        return recv(self, *args)
+
+    def dying_later(self: Connection, blob: bytes) -> None:
+        if os.getpid() != parent and len(sent) > lines:  # after its first message of lines
+            os._exit(1)
+        sent.append(len(blob))
+        send(self, blob)
 
     def dying(self: Connection, blob: bytes) -> None:
         if os.getpid() != parent and sent:
@@ -186,18 +208,51 @@ def test_a_failed_worker_costs_only_time(run, tmp_path: Path, monkeypatch: pytes
 
     one = tree_of(run, path, monkeypatch, False)
     monkeypatch.setattr(tree_stream, "BATCH", 100)
+    monkeypatch.setattr(tree_stream, "CHUNK", 50)  # many groups of the worker's lines
     if where == "collecting":
         monkeypatch.setattr(tree_stream, "collect", failing)
-    else:
+    elif where == "sending":
         monkeypatch.setattr(Connection, "send_bytes", dying)
+    elif where == "asked":
+        monkeypatch.setattr(Connection, "recv_bytes", dying_when_asked)
+    elif where == "drawing":
+        monkeypatch.setattr(tree_stream, "_renderer", failing_to_draw)
+    else:
+        monkeypatch.setattr(Connection, "send_bytes", dying_later)
     assert tree_of(run, path, monkeypatch, True) == one
-    assert spy == ["forked"]  # no merge: the parent read it all
+    # no merge where the worker failed before its columns were in: the parent read it all
+    assert spy == (["forked"] if where in ("collecting", "sending") else ["forked", "merged"])
+
+
+def test_the_worker_draws_its_half(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """The parent draws only lines of its own half: the worker's come drawn through the pipe."""
+    path = generate.generate(tmp_path / "s.jsonl", 3000, seed=5)
+    parent, renderer = os.getpid(), tree_stream._renderer
+    drawn: list[int] = []
+
+    def counting(columns: tree_stream.Columns, *args: object, **kwargs: object):  # noqa: ANN202
+        render = renderer(columns, *args, **kwargs)
+
+        def counted(segments: list) -> object:
+            segments = list(segments)
+            for start, stop, _, _ in segments:
+                assert stop <= len(columns.bodies)  # (each process draws from bodies it holds)
+                if os.getpid() == parent:
+                    drawn.append(stop - start)
+            return render(segments)
+
+        return counted
+
+    one = tree_of(run, path, monkeypatch, False)
+    monkeypatch.setattr(tree_stream, "CHUNK", 64)
+    monkeypatch.setattr(tree_stream, "_renderer", counting)
+    drawn.clear()
+    assert tree_of(run, path, monkeypatch, True) == one
+    assert 1000 < sum(drawn) < 2000  # about half of the 3000 lines
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.sampled_from(SEEDS), damage=st.lists(st.tuples(st.sampled_from(KINDS), st.integers(0, 1 << 20),
-                                                               st.integers(0, 1 << 20)), min_size=1, max_size=3),
-       width=st.sampled_from([3, 12, 80]))
+@given(seed=st.sampled_from(SEEDS), damage=damages(), width=st.sampled_from([3, 12, 80]))
 def test_damaged_fixtures(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: Path,  # noqa: ANN001
                           damage: list, width: int) -> None:
     path = tmp_path / "case.jsonl"
