@@ -81,9 +81,11 @@ def export(paths: tuple[Path, ...], as_html: bool, as_md: bool, dataset: Path | 
                 else:
                     import io
 
-                    with io.TextIOWrapper(out, encoding="utf-8", write_through=True) as text:
+                    text = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+                    try:
                         exporter.write_markdown(file, text, _leaf(file, leaf_ref), report)
-                        text.detach()
+                    finally:
+                        text.detach()  # `out` closes the file (a detached wrapper cannot be closed)
             mask = os.umask(0)
             os.umask(mask)
             os.chmod(temp, 0o666 & ~mask)  # as an ordinary new file, not mkstemp's 0600

@@ -92,6 +92,14 @@ def test_markdown_is_the_branch_with_fenced_tool_calls(run) -> None:
     assert "### Tool result: `bash`" in other and "96" in other
 
 
+def test_markdown_to_a_file_is_what_stdout_gets(run, tmp_path: Path) -> None:
+    out = tmp_path / "branch.md"
+    result = run("export", S10, "--md", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert out.read_text(encoding="utf-8") == run("export", S10, "--md").stdout
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp file left
+
+
 def test_markdown_escapes_html_and_outfences_backticks(run, tmp_path: Path) -> None:
     objects = read_objects(S10)
     objects[-1]["message"]["content"] = [{"type": "text", "text": "<script>alert(1)</script>"},
