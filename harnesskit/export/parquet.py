@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from msgspec import UnsetType
 
-from harnesskit.session.catalog import _INT64, UsageRow, _cost, json_text, storable
+from harnesskit.session.catalog import _INT64, UsageRow, _cost, cost_value, json_text, storable
 from harnesskit.session.catalog import count as int64
 from harnesskit.session.format import session_name
 from harnesskit.session.migrate import iso_to_ms
@@ -659,7 +659,7 @@ def _typed_usage_row(file: str, sid: str | None, entry_id: str, time_ms: int | N
     if cost.__class__ is not UnsetType:
         recorded = cost.total
         if recorded.__class__ is not UnsetType and (recorded != 0 or not any(counts)):
-            own = float(recorded)
+            own = cost_value(recorded)
     provider, model = message.provider, message.model  # type: ignore[attr-defined]
     priced = own if own is not None else \
         message_cost(UsageRow(file, sid, None, "pi", entry_id, time_ms, provider, model, *counts, total, own))

@@ -37,7 +37,7 @@ import orjson
 
 from .migrate import UnsupportedSession, detect, iso_to_ms
 from .reader import parse_line
-from .store import Summary, first_text, header_of, iso_ms
+from .store import Summary, first_text, header_of, iso_ms, js_float
 
 SCHEMA_VERSION = 3  # 2: what `list` shows (activity, model, entries; ctime in files); 3: what `list --harness` does
 HEAD_BYTES = 4096  # "the first bytes": a replaced file differs here (its header has another id)
@@ -286,11 +286,17 @@ def _cost(usage: dict, counts: list[int]) -> float | None:
     if cost.__class__ is not dict:
         return None
     total = cost.get("total")
-    if total.__class__ is not int and (total.__class__ is not float or total != total):
+    if total.__class__ is not int and total.__class__ is not float:
         return None
     if total == 0 and any(counts):
         return None
-    return float(total)
+    return cost_value(total)
+
+
+def cost_value(total: int | float) -> float | None:
+    """A recorded cost total as a float (an integer past a float's range an infinity, as 1e400 is
+    read), or None for NaN, which is no cost."""
+    return None if total != total else js_float(total)
 
 
 def _stamp(entry: dict, message: dict | None) -> int | None:
@@ -328,7 +334,7 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
             # store.activity_ms, inlined (its checks are those above)
             if raw.__class__ is int or raw.__class__ is float:
                 if raw > 0:
-                    found.activity = float(raw)
+                    found.activity = js_float(raw)
             elif (activity := iso_ms(entry.get("timestamp"))) is not None:
                 found.activity = activity
         if role == "toolResult":

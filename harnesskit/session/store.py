@@ -191,6 +191,15 @@ class Summary:
 _WORTH_PARSING = (b"message", b"session_info", b"model_change", b"\\u")
 
 
+def js_float(number: int | float) -> float:
+    """A JSON number as JavaScript reads it: an integer past a float's range is an infinity (Python's
+    float() raises OverflowError on it, and a session file may hold one)."""
+    try:
+        return float(number)
+    except OverflowError:
+        return float("inf") if number > 0 else float("-inf")
+
+
 def activity_ms(obj: object) -> float | None:
     """The time a line counts for in pi's picker order (SM buildSessionInfo): a user or assistant message
     with content, at its message timestamp (ms) or else its entry timestamp; None for any other line."""
@@ -201,7 +210,7 @@ def activity_ms(obj: object) -> float | None:
         return None
     stamp = message.get("timestamp")
     if isinstance(stamp, int | float) and not isinstance(stamp, bool):
-        return float(stamp) if stamp > 0 else None
+        return js_float(stamp) if stamp > 0 else None
     return iso_ms(obj.get("timestamp"))
 
 
