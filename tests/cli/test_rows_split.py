@@ -22,7 +22,7 @@ from conftest import ALL_FIXTURES, split_peaks, write_lines
 from differential import KINDS, SEEDS, mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from writeside_helpers import isolate
+from writeside_helpers import as_from_a_shell, isolate
 
 from harnesskit.session import interleave, split
 
@@ -236,7 +236,8 @@ def test_head_stops_both_processes_at_once(big: Path, mode: list[str]) -> None:
 
 def test_ctrl_c_ends_both(big: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "harnesskit", "inspect", str(big), "--json"], env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=as_from_a_shell)  # SIGINT as a shell's job has it, whatever the test run's
     assert proc.stdout is not None
     proc.stdout.readline()
     proc.stdout.readline()  # an entry row: the worker runs (the parent waits on the unread pipe)

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from writeside_helpers import as_from_a_shell
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # The child is sent SIGINT at the very start of its life (an at-fork hook, before multiprocessing's
@@ -38,7 +40,8 @@ print(worker.exitcode)
 
 def _drive(mode: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", DRIVER, mode], capture_output=True, text=True, timeout=120,
-                          cwd=ROOT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})
+                          cwd=ROOT, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+                          preexec_fn=as_from_a_shell)  # SIGINT as a shell's job has it, whatever the test run's
 
 
 def test_a_ctrl_c_while_the_worker_starts_prints_nothing() -> None:
