@@ -59,9 +59,25 @@ def count_newlines(fd: int, start: int, stop: int) -> int:
         block = os.pread(fd, min(1 << 20, stop - start), start)
         if not block:
             break
-        lines += block.count(b"\n")
+        lines += newlines(block)
         start += len(block)
     return lines
+
+
+def newlines(block: bytes) -> int:
+    """`block.count(b"\\n")`, found line to line by memchr while the lines are long: count looks at each
+    byte in a plain C loop (5 instructions a byte), find skips a kilobyte line in a few dozen. Lines
+    shorter than 256 bytes on average so far: the rest is counted, so short lines cost no more than
+    before."""
+    find = block.find
+    n = 0
+    at = find(b"\n")
+    while at >= 0:
+        n += 1
+        if not n & 31 and at < n << 8:
+            return n + block.count(b"\n", at + 1)
+        at = find(b"\n", at + 1)
+    return n
 
 
 def fork_worker(target: Callable[..., None], args: tuple, duplex: bool) -> tuple[Connection, BaseProcess] | None:
