@@ -5,6 +5,7 @@ read differently, and usage numbers of every kind."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from conftest import ALL_FIXTURES
 from differential import SEEDS, damages, mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_stats_lanes import USAGES, _assistant, _chain_with, generate
+from test_stats_lanes import HEADER, USAGES, _assistant, _chain_with, generate
 from test_typed import RAW_LINES
 from writeside_helpers import isolate
 
@@ -161,3 +162,21 @@ def test_message_values(run, what: str, tmp_path: Path, monkeypatch: pytest.Monk
     path.write_bytes(_chain_with(line))
     code, err, _, tables = assert_lanes_agree(run, [path], tmp_path, monkeypatch)
     assert code == 0 and tables["entries"].num_rows >= 7, err
+
+
+def test_positions_past_short_and_long_lines_in_two_processes(run, tmp_path: Path,  # noqa: ANN001
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker numbers its entries by the newlines before its cut (split.count_newlines: found one
+    by one while the lines are long, counted once they are short): short lines, then long ones, where
+    the cut falls, number the rows as one process does, and the worker's rows are kept."""
+    short = [b'{"type":"custom","id":"s%d","parentId":null,"timestamp":"t"}\n' % i for i in range(2500)]
+    long = [b'{"type":"message","id":"m%d","parentId":null,"timestamp":"t","message":{"role":"user",'
+            b'"content":"%s","timestamp":%d}}\n' % (i, b"w" * (300 + i), i) for i in range(2000)]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(json.dumps(HEADER).encode() + b"\n" + b"".join(short + long))
+    code, err, _, tables = assert_lanes_agree(run, [path], tmp_path, monkeypatch)
+    assert code == 0 and err == ""
+    # the worker's half was taken (a count that differs from this process's has it read here again)
+    assert len(list((tmp_path / "fast-True" / "entries").glob("part-*-1.parquet"))) == 1
+    assert tables["entries"].column("position").to_pylist() == list(range(len(short) + len(long)))
+    assert tables["messages"].column("position").to_pylist() == list(range(len(short), len(short) + len(long)))

@@ -47,3 +47,21 @@ def test_no_cut_when_the_last_line_holds_the_middle(tmp_path: Path, cores: None)
     path.write_bytes(b"a\n" + b"y" * 10_000)  # no newline after the middle
     with path.open("rb") as fp:
         assert split.split_point(fp, 0) is None
+
+
+@pytest.mark.parametrize("lines", [
+    [], [b""], [b"x"], [b"", b""], [b"ab"] * 3000, [b"a" * 2000] * 1500, [b"a" * 700_000] * 3,
+    [b"s"] * 31, [b"s"] * 32, [b"s"] * 33, [b"a" * 254] * 64, [b"a" * 256] * 64, [b"a" * 300] * 5000,
+    [b"s"] * 5000 + [b"l" * 3000] * 1000, [b"l" * 3000] * 1000 + [b"s"] * 5000,
+])
+def test_count_newlines_counts_what_count_counts(tmp_path: Path, lines: list[bytes]) -> None:
+    """Lines found one by one while they are long, counted once they are short (`newlines`' switch,
+    on both sides of it): every split of the work agrees with bytes.count, across the 1 MiB blocks,
+    with or without a last newline."""
+    for tail in (b"", b"end"):
+        data = b"\n".join(lines) + (b"\n" if lines else b"") + tail
+        path = tmp_path / "f.jsonl"
+        path.write_bytes(data)
+        with path.open("rb") as fp:
+            for start, stop in ((0, len(data)), (1, len(data) - 1), (len(data) // 3, len(data))):
+                assert split.count_newlines(fp.fileno(), start, stop) == data[start:stop].count(b"\n")
