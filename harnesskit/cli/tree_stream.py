@@ -114,6 +114,7 @@ def _narrow_slowly(text: str) -> bool:
     return text.isprintable() and all(char_width(c) == 1 for c in set(_NOT_ASCII.findall(text)))
 
 
+SHORTCUT = True  # False: every body made by _add_body (the tests hold the shortcut to it)
 _ASCII_BYTES = bytes(range(128))
 _ARROW = "→".encode()  # the commonest character beyond ASCII in a summary (tool calls and results)
 _BEYOND_LIMIT = 4096  # non-ASCII contents of printable bodies remembered (a hostile file has many)
@@ -140,6 +141,7 @@ def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[
     if sys.getrecursionlimit() > MAX_DEPTH:  # msgspec's depth is the recursion limit's: it must stay below orjson's
         decode = tree_lane.refuse
     exact, other_roles = stream.exact, tree_lane._OTHER_ROLES
+    shortcut = SHORTCUT
     arrow_narrow: bool | None = None  # → takes one column (found at the first line with one)
     by_type: dict[str, str] = {}  # the kind shown, `visible`, once per type and per role
     by_role: dict[str, str] = {}
@@ -217,7 +219,7 @@ def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[
             room = width - 2 - len(known) - (len(entry_id) if entry_id is not None else 1)
             shown_id = entry_id or "?"
             body = f"{shown_id} {known}: {text[:room] if room > 0 else ''}"
-            if body.isprintable():  # the common line, as _add_body makes it: the shown start of the text
+            if shortcut and body.isprintable():  # the common line, as _add_body makes it: the shown start of the text
                 # is printable, so `visible` of the text starts the same; one-column: no wide character
                 data = body.encode()
                 bodies.append(data)
