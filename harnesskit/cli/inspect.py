@@ -493,7 +493,7 @@ def tree_lines(session: Session, leaf_ref: str | None, leaf: str | None, cols: i
     yield from render.draw_tree(tree, path, labels, leaf, cols, entries_reader(session))
 
 
-def streamed_tree_lines(stream: Stream, cols: int) -> Iterator[str | bytes]:
+def streamed_tree_lines(stream: Stream, cols: int) -> Iterator[str | Checked]:
     """`--tree` of a whole v3 file from one read (in two processes for a big one: see tree_stream),
     each entry keeping only what its line shows; labels and the name gathered on the way. The same
     lines as `tree_lines` of the indexed file."""

@@ -27,7 +27,7 @@ import msgspec
 import orjson
 from msgspec import UNSET, Raw, Struct, UnsetType
 
-from harnesskit.text import one_line
+from harnesskit.text import one_line, squeezed
 
 from .render import compact
 
@@ -96,9 +96,9 @@ def _blocks_text(content: str | list[_Block] | None, limit: int) -> str:
         block = content[0]  # type: ignore[index]
         if block.type == "text":
             text = block.text
-            if len(text) <= limit + 8:
-                return " ".join(text.split())
-            head = " ".join(text[: limit + 8].split())
+            if len(text) <= limit + 8:  # (squeezed: " ".join(text.split()) without the list of words)
+                return squeezed(text)
+            head = squeezed(text[: limit + 8])
             if len(head) > limit:
                 return head
             return one_line(text, limit)

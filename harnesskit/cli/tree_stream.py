@@ -43,6 +43,7 @@ from harnesskit.session.tree import Tree, label_change
 from harnesskit.text import visible
 
 from . import render, tree_lane
+from .output import Checked
 from .render import _stacked
 from .table import _NOT_ASCII, ELLIPSIS, char_width, fit
 
@@ -113,6 +114,22 @@ def _narrow_slowly(text: str) -> bool:
     return text.isprintable() and all(char_width(c) == 1 for c in set(_NOT_ASCII.findall(text)))
 
 
+SHORTCUT = True  # False: every body made by _add_body (the tests hold the shortcut to it)
+_ASCII_BYTES = bytes(range(128))
+_ARROW = "→".encode()  # the commonest character beyond ASCII in a summary (tool calls and results)
+_BEYOND_LIMIT = 4096  # non-ASCII contents of printable bodies remembered (a hostile file has many)
+_beyond_flags: dict[bytes, int] = {}  # the UTF-8 of a printable body's non-ASCII characters -> `slow`
+
+
+def _beyond_flag(beyond: bytes) -> int:
+    """`slow` of a printable body whose non-ASCII characters are these (UTF-8): 0 when each takes one
+    column, as `_narrow` finds (remembered: most lines have the same few, an arrow or a cross)."""
+    flag = 0 if all(char_width(c) == 1 for c in set(beyond.decode())) else 1
+    if len(_beyond_flags) < _BEYOND_LIMIT:
+        _beyond_flags[beyond] = flag
+    return flag
+
+
 def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[Diagnostic], None],
             batch: Callable[[Columns], Columns] | None = None) -> Columns:
     """The columns of the stream's entries appended to `into` (`batch`, when given, takes them every BATCH
@@ -124,6 +141,8 @@ def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[
     if sys.getrecursionlimit() > MAX_DEPTH:  # msgspec's depth is the recursion limit's: it must stay below orjson's
         decode = tree_lane.refuse
     exact, other_roles = stream.exact, tree_lane._OTHER_ROLES
+    shortcut = SHORTCUT
+    arrow_narrow: bool | None = None  # → takes one column (found at the first line with one)
     by_type: dict[str, str] = {}  # the kind shown, `visible`, once per type and per role
     by_role: dict[str, str] = {}
     previous = None
@@ -199,16 +218,23 @@ def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[
             # that show whether the line is cut and all it can show (fit reads no further)
             room = width - 2 - len(known) - (len(entry_id) if entry_id is not None else 1)
             shown_id = entry_id or "?"
-            head = f"{shown_id if shown_id.isprintable() else visible(shown_id)} {known}"
-            plain = text.isprintable()
-            if not plain:
-                text = visible(text)
-            body = f"{head}: {text[:room] if room > 0 else ''}"
-            bodies.append(body.encode())  # (`visible` left no lone surrogate)
-            marks_at.append(len(head))
-            # printable ASCII takes one column a character: only the head of such a line is looked at
-            slow.append(0 if (plain and text.isascii() and head.isascii() and head.isprintable()) or _narrow(body)
-                        else 1)
+            body = f"{shown_id} {known}: {text[:room] if room > 0 else ''}"
+            if shortcut and body.isprintable():  # the common line, as _add_body makes it: the shown start of the text
+                # is printable, so `visible` of the text starts the same; one-column: no wide character
+                data = body.encode()
+                bodies.append(data)
+                marks_at.append(len(shown_id) + 1 + len(known))
+                if body.isascii():
+                    slow.append(0)
+                elif len(data) - len(body) == 2 * data.count(_ARROW) and (
+                        arrow_narrow if arrow_narrow is not None else (arrow_narrow := char_width("→") == 1)):
+                    slow.append(0)  # its only non-ASCII characters are arrows (three bytes each: any other adds)
+                else:
+                    beyond = data.translate(None, _ASCII_BYTES)  # the UTF-8 of its non-ASCII characters
+                    flag = _beyond_flags.get(beyond)
+                    slow.append(_beyond_flag(beyond) if flag is None else flag)
+            else:
+                _add_body(shown_id, known, text, room, bodies, marks_at, slow)
             count += 1
             if batch is not None and count >= BATCH:
                 into = batch(into)
@@ -216,6 +242,22 @@ def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[
                 bodies, marks_at, slow, labels = into.bodies, into.marks_at, into.slow, into.labels
                 count = 0
     return into
+
+
+def _add_body(shown_id: str, known: str, text: str, room: int, bodies: list[bytes], marks_at: array,
+              slow: bytearray) -> None:
+    """The body of a line with a character that is not printable (the way of every line before the
+    shortcut in `collect`: tests/cli/test_tree_lane.py holds the two to each other)."""
+    head = f"{shown_id if shown_id.isprintable() else visible(shown_id)} {known}"
+    plain = text.isprintable()
+    if not plain:
+        text = visible(text)
+    body = f"{head}: {text[:room] if room > 0 else ''}"
+    bodies.append(body.encode())  # (`visible` left no lone surrogate)
+    marks_at.append(len(head))
+    # printable ASCII takes one column a character: only the head of such a line is looked at
+    slow.append(0 if (plain and text.isascii() and head.isascii() and head.isprintable()) or _narrow(body)
+                else 1)
 
 
 def read_columns(stream: Stream, width: int, on_diagnostic: Callable[[Diagnostic], None]) -> Columns:
@@ -329,8 +371,9 @@ def _worker(stream: Stream, cut: int, width: int, conn: Connection) -> None:
         return
 
 
-def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> Iterator[bytes]:
-    """render.draw_columns of every entry (the same lines), as chunks of encoded lines. The walk is cut
+def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> Iterator[Checked]:
+    """render.draw_columns of every entry (the same lines), as chunks of encoded lines: `Checked`, as every
+    text in them went through `visible` or is printable (emit's guard would change no byte). The walk is cut
     into segments of at most CHUNK lines of one half; the worker's are drawn by the worker meanwhile
     (groups of consecutive ones, a message each) and printed here in their turn."""
     stamps = columns.stamps  # (from two processes, those of the parent's half: the worker's are asked for)
@@ -340,7 +383,8 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
     remote = columns.remote
     mine = _renderer(columns, width, labels, leaf)
     if remote is None:
-        yield from mine(_segments(_runs(tree, parent_of, lambda pos: iso_to_ms(stamps[pos])), width, len(parent_of)))
+        yield from map(Checked, mine(_segments(_runs(tree, parent_of, lambda pos: iso_to_ms(stamps[pos])), width,
+                                               len(parent_of))))
         return
     offset = remote.offset
     conn = remote.conn
@@ -380,17 +424,17 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
     at = 0
     for theirs, segments in plan:
         if not theirs:
-            yield from mine(segments)
+            yield from map(Checked, mine(segments))
             continue
         group = groups[at]
         at += 1
         if here is None:
             try:
-                yield conn.recv_bytes()
+                yield Checked(conn.recv_bytes())
                 continue
             except (EOFError, OSError):  # the worker died: its half is read again here
                 here = _renderer(_read_theirs(remote, width), width, labels, leaf)
-        yield from here(group)
+        yield from map(Checked, here(group))
 
 
 def _sorted_siblings(parent_of: array, breaks: tuple[list[int], dict[int, list[int]]]) -> list[int]:

@@ -197,3 +197,71 @@ def test_long_lines_across_blocks(run, tmp_path: Path, monkeypatch: pytest.Monke
     for width in (20, 200):
         code, out, err = assert_same(run, path, monkeypatch, width, split_it=True)
         assert "not JSON" in err and "no newline" in err
+
+
+# ------------------------------------------------------------------ the body shortcut of tree_stream.collect
+
+#: characters a summary may hold around the shortcut's tests: the marks, one-column and wide ones,
+#: combining and zero-width ones, controls (C0, DEL, C1), separators, an ellipsis, a lone surrogate
+SUMMARY_CHARS = st.sampled_from(["a", " ", "→", "✗", "…", "é", "ü", "漢", "\u0301", "\u200b", "\t", "\n", "\x1b",
+                                 "\x7f", "\x9b", "\u2028", "\u00a0", "\u3000", "\ud800", "→→", "\U0001f600", "←", "│"])
+summary_text = st.lists(st.one_of(SUMMARY_CHARS, st.text(min_size=1, max_size=40)), max_size=30).map("".join)
+
+
+def shortcut_columns(run, path: Path, width: int, monkeypatch: pytest.MonkeyPatch, shortcut: bool) -> tuple:  # noqa: ANN001
+    """(stdout, the bodies, mark places and `slow` flags collect made) with the shortcut on or off."""
+    made: list[tree_stream.Columns] = []
+    collect = tree_stream.collect
+
+    def kept(*args: object, **kwargs: object) -> tree_stream.Columns:
+        made.append(collect(*args, **kwargs))  # type: ignore[arg-type]
+        return made[-1]
+
+    with monkeypatch.context() as m:
+        m.setattr(tree_stream, "SHORTCUT", shortcut)
+        m.setattr(tree_stream, "collect", kept)
+        m.setenv("HARNESSKIT_SPLIT", "0")
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(1000)  # (as `tree` does: the lane open)
+        try:
+            result = run("inspect", path, "--tree", "--width", str(width))
+        finally:
+            sys.setrecursionlimit(limit)
+    assert result.exit_code == 0, result.output
+    (columns,) = made
+    return result.stdout, columns.bodies, list(columns.marks_at), bytes(columns.slow)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.tuples(summary_text, st.sampled_from(["user", "assistant", "toolResult"]),
+                                st.sampled_from(["", "a1", "id\x1bx", "漢字", "é", "a\u2028"]), st.booleans()),
+                      min_size=1, max_size=12),
+       width=st.sampled_from([4, 12, 30, 80, 200]))
+def test_body_shortcut_against_the_old_way(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+                                           texts: list, width: int) -> None:
+    """collect's shortcut for a printable body (one f-string, the arrow count, the remembered non-ASCII
+    bytes) makes the bodies, mark places and slow flags _add_body makes, and the same lines."""
+    lines, previous = [], None
+    for i, (text, role, id_part, as_text_block) in enumerate(texts):
+        entry_id = f"{i:04x}{id_part}"
+        content: object = [{"type": "text", "text": text}] if as_text_block else text
+        message = {"role": role, "content": content, "toolName": "t→", "isError": i % 2 == 0}
+        lines.append(json.dumps({"type": "message", "id": entry_id, "parentId": previous, "message": message},
+                                ensure_ascii=i % 3 == 0 or "\ud800" in text).encode() + b"\n")
+        previous = entry_id if i % 4 else None
+    path = tmp_path / "summaries.jsonl"
+    path.write_bytes(HEADER + b"".join(lines))
+    tree_stream._beyond_flags.clear()  # (remembered from an earlier example: both ways are tried)
+    fast = shortcut_columns(run, path, width, monkeypatch, True)
+    assert fast == shortcut_columns(run, path, width, monkeypatch, False)
+    assert fast == shortcut_columns(run, path, width, monkeypatch, True)  # the flags remembered
+
+
+def test_body_shortcut_is_taken(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """The shortcut makes most bodies of a generated session (a shortcut never taken would pass the rest)."""
+    made: list[tuple] = []
+    add_body = tree_stream._add_body
+    monkeypatch.setattr(tree_stream, "_add_body", lambda *args: made.append(args) or add_body(*args))
+    path = generate.generate(tmp_path / "s.jsonl", 500, seed=3)
+    _, bodies, _, _ = shortcut_columns(run, path, 100, monkeypatch, True)
+    assert len(made) < len(bodies) // 10
