@@ -18,6 +18,7 @@ import hashlib
 import os
 import struct
 import time
+import zlib
 from functools import partial
 from operator import attrgetter, itemgetter
 from pathlib import Path
@@ -93,8 +94,9 @@ _CTIME, _MTIME = itemgetter(2), itemgetter(1)
 _SETTLED_NS = 2_000_000_000  # the coarsest timestamps in use (FAT, some NFS) are 2 s apart
 
 
-_OUT_MAGIC = b"harnesskit list output 1\n"
+_OUT_MAGIC = b"harnesskit list output 2\n"
 _LENGTHS = struct.Struct("<QQ")
+_CHECK = struct.Struct("<QI")  # after the head: the output's length and CRC-32
 
 
 def output_path(shape: str) -> Path:
@@ -151,9 +153,14 @@ class OutputCache:
             data = self.path.read_bytes()
         except OSError:
             return None
-        if len(data) <= len(self.head) or not data.startswith(self.head):
+        start = len(self.head) + _CHECK.size
+        if len(data) <= start or not data.startswith(self.head):
             return None
-        return data[len(self.head):]
+        out = data[start:]
+        # printed as it is: a damaged or cut output (the disk, another program) is passed over
+        if _CHECK.unpack_from(data, len(self.head)) != (len(out), zlib.crc32(out)):
+            return None
+        return out
 
     def save(self, text: bytes) -> None:
         """Keep the output for the next listing of the same state, unless a file changed so
@@ -165,6 +172,7 @@ class OutputCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as fp:
                 fp.write(self.head)
+                fp.write(_CHECK.pack(len(text), zlib.crc32(text)))
                 fp.write(text)
             os.replace(tmp, self.path)  # readers see the old output or the new one, never half of one
         except OSError:

@@ -196,8 +196,10 @@ def test_a_damaged_or_foreign_output_cache_is_passed_over(env: Env, monkeypatch:
     (out,) = (env.home / "cache" / "list").glob("out-*.bin")
     good = out.read_bytes()
     head = good[: len(good) - len(shown)]
+    flipped = bytearray(good)
+    flipped[-2] ^= 1  # a damaged output under an intact head
     for junk in [b"", good[:10], head, head[:-1] + bytes([head[-1] ^ 1]) + shown, b"x" + good[1:],
-                 good.replace(b'"width":null', b'"width":150')]:
+                 good.replace(b'"width":null', b'"width":150'), good[:-1], bytes(flipped), good + b"\x07"]:
         out.write_bytes(junk)
         before = run.read
         assert run() == shown
