@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from msgspec import UnsetType
 
-from harnesskit.session.catalog import _INT64, UsageRow, _cost, cost_value, json_text, storable
+from harnesskit.session.catalog import _INT64, UsageRow, _cost, json_text, recorded_cost, storable
 from harnesskit.session.catalog import count as int64
 from harnesskit.session.format import session_name
 from harnesskit.session.migrate import iso_to_ms
@@ -655,15 +655,9 @@ def _typed_usage_row(file: str, sid: str | None, entry_id: str, time_ms: int | N
         total = 0
     total = total or sum(counts)
     cost = usage.cost
-    own = None
-    if cost.__class__ is not UnsetType:
-        recorded = cost.total
-        if recorded.__class__ is not UnsetType and (recorded != 0 or not any(counts)):
-            own = cost_value(recorded)
-    provider, model = message.provider, message.model  # type: ignore[attr-defined]
-    priced = own if own is not None else \
-        message_cost(UsageRow(file, sid, None, "pi", entry_id, time_ms, provider, model, *counts, total, own))
-    return (file, sid, entry_id, time_ms, provider, model, *counts, total, priced, own is not None)
+    own = None if cost.__class__ is UnsetType else recorded_cost(cost.total, counts)  # (an unset total: no class)
+    return _priced(file, sid, entry_id, time_ms, message.provider, message.model,  # type: ignore[attr-defined]
+                   counts, total, own)
 
 
 def _usage_row(file: str, sid: str | None, entry_id: str | None, time_ms: int | None, message: dict,
@@ -681,6 +675,12 @@ def _usage_row(file: str, sid: str | None, entry_id: str | None, time_ms: int | 
     provider, model = message.get("provider"), message.get("model")
     provider = provider if provider.__class__ is str else _s(provider)
     model = model if model.__class__ is str else _s(model)
+    return _priced(file, sid, entry_id, time_ms, provider, model, counts, total, own)
+
+
+def _priced(file: str, sid: str | None, entry_id: str | None, time_ms: int | None, provider: str | None,
+            model: str | None, counts: list[int], total: int, own: float | None) -> tuple:
+    """A usage row: its own cost where it recorded one, else priced as `harnesskit usage` prices it."""
     cost = own if own is not None else \
         message_cost(UsageRow(file, sid, None, "pi", entry_id, time_ms, provider, model, *counts, total, own))
     return (file, sid, entry_id, time_ms, provider, model, *counts, total, cost, own is not None)

@@ -285,18 +285,18 @@ def _cost(usage: dict, counts: list[int]) -> float | None:
     cost = usage.get("cost")
     if cost.__class__ is not dict:
         return None
-    total = cost.get("total")
+    return recorded_cost(cost.get("total"), counts)
+
+
+def recorded_cost(total: object, counts: list[int]) -> float | None:
+    """A cost object's `total` as the message's own cost, or None: not a number, NaN, or zeros
+    standing in for "unknown" on a message that used tokens. An integer past a float's range is an
+    infinity, as 1e400 is read."""
     if total.__class__ is not int and total.__class__ is not float:
         return None
-    if total == 0 and any(counts):
+    if total != total or (total == 0 and any(counts)):  # type: ignore[operator]
         return None
-    return cost_value(total)
-
-
-def cost_value(total: int | float) -> float | None:
-    """A recorded cost total as a float (an integer past a float's range an infinity, as 1e400 is
-    read), or None for NaN, which is no cost."""
-    return None if total != total else js_float(total)
+    return js_float(total)  # type: ignore[arg-type]
 
 
 def _stamp(entry: dict, message: dict | None) -> int | None:
