@@ -8,11 +8,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
 from .format import home_dir, is_header, session_name
 from .reader import parse_line
+
+if TYPE_CHECKING:
+    from .snapshot import Scan
 
 NAME_MAX = 255  # bytes in one directory name (Linux, macOS)
 
@@ -294,12 +298,12 @@ def list_sessions(directories: list[Path], limit: int | None = None,
 
 
 def list_rows(directories: list[Path], limit: int | None = None,
-              on_progress: Callable[[int, int], None] | None = None, scanned: object = None) -> list[tuple]:
+              on_progress: Callable[[int, int], None] | None = None, scanned: Scan | None = None) -> list[tuple]:
     """list_sessions as tuples of Summary's fields, in its order: a listing of 100,000 need no object each.
-    `scanned`: the directories' listing.Scan when the caller took it (it checked its output cache by it)."""
+    `scanned`: the directories' snapshot.Scan when the caller took it (it checked its output cache by it)."""
     from .listing import list_rows as listing
 
-    return listing(directories, limit, on_progress, scanned)  # type: ignore[arg-type]
+    return listing(directories, limit, on_progress, scanned)
 
 
 def all_session_dirs() -> list[Path]:
