@@ -4,20 +4,21 @@ while this process writes them into the index.
 
 Only where `os.fork` exists and a core is idle: on a busy machine a second process only adds the
 cost of passing the items. The parent does not wait on it either: `Stream.ready()` lets it read
-batches of its own meanwhile (see catalog._add_new). The child touches nothing the parent holds (no
-database, no terminal), writes only to its pipe and ends with `os._exit`. A child that
-dies, or a parent that dies, ends the stream: the child on its next write (a broken pipe), the
-parent with `Lost`, after which it can do the rest itself.
+batches of its own meanwhile (see catalog._add_new), while a thread drains the pipe (see Stream).
+The child touches nothing the parent holds (no database, no terminal), writes only to its pipe and
+ends with `os._exit`. A child that dies, or a parent that dies, ends the stream: the child on its
+next write (a broken pipe), the parent with `Lost`, after which it can do the rest itself.
 """
 
 from __future__ import annotations
 
 import marshal
 import os
-import select
 import signal
 import struct
+import threading
 import time
+from collections import deque
 from collections.abc import Iterable
 from typing import Generic, TypeVar
 
@@ -25,6 +26,7 @@ T = TypeVar("T")
 _SIZE = struct.Struct("<Q")
 _END = 0xFFFF_FFFF_FFFF_FFFF  # a size no item has: the child finished
 _PIPE = 4 << 20
+_AHEAD = 32 << 20  # bytes of whole items the parent holds before the child must wait (about 36 batches)
 
 
 class Lost(RuntimeError):
@@ -98,54 +100,112 @@ def forked(items: Iterable[T]) -> Stream[T]:
 
 
 class Stream(Generic[T]):
-    """The child's items as they arrive; `ready()` says whether the next one has arrived whole
-    (reading what is there meanwhile, without waiting), so the parent can do other work until then:
-    a batch larger than the pipe arrives in parts, each as the child gets its turn to write it."""
+    """The child's items as they arrive; `ready()` says whether the next one has arrived whole, so the
+    parent can do other work until then.
 
-    def __init__(self, pid: int, fd: int) -> None:
-        os.set_blocking(fd, False)
-        self._pid, self._fd = pid, fd
-        self._data = bytearray()  # what has arrived of the next item: its size, then its bytes
-        self._need = _SIZE.size
+    A thread of the parent drains the pipe into whole items as they come, up to `ahead` bytes of them:
+    a pipe holds 1 MiB (Linux's limit for an unprivileged process), about one batch of the index, so
+    a child that could only write while the parent reads would wait whenever the parent was busy
+    (inserting, or reading a batch of its own) and run at most one batch ahead. The thread spends its
+    time in `os.read`, without the GIL, as the parent's SQLite statements run without it too.
+    """
+
+    def __init__(self, pid: int, fd: int, ahead: int = _AHEAD) -> None:
+        self._pid, self._fd, self._ahead = pid, fd, ahead
+        self._items: deque[bytes] = deque()  # whole items, not yet unmarshalled
+        self._held = 0  # their bytes
+        self._finished = False  # the child sent its end
+        self._stopped = False  # the thread is done: finished, or the pipe ended early, or closing
+        self._closing = False
+        self._turn = threading.Condition()
+        self._drain = threading.Thread(target=self._drained, name="harnesskit-worker-pipe", daemon=True)
+        self._drain.start()
 
     def __iter__(self) -> Stream[T]:
         return self
 
     def ready(self) -> bool:
-        while len(self._data) < self._need:
-            try:
-                chunk = os.read(self._fd, self._need - len(self._data))
-            except BlockingIOError:
-                return False
-            if not chunk:
-                return True  # the end (or a child that died): __next__ says which
-            self._data += chunk
-            if len(self._data) == _SIZE.size == self._need:
-                (size,) = _SIZE.unpack(self._data)
-                self._need = _SIZE.size if size == _END else _SIZE.size + size
-                if size == _END:
-                    return True
-        return True
+        """The next item (or the end) is here: `next` will not wait."""
+        with self._turn:
+            return bool(self._items) or self._stopped
 
     def __next__(self) -> T:
-        while not self.ready():
-            select.select([self._fd], [], [])
-        if len(self._data) < self._need:
+        with self._turn:
+            while not self._items and not self._stopped:
+                self._turn.wait()
+            if self._items:
+                data = self._items.popleft()
+                self._held -= len(data)
+                self._turn.notify_all()
+            else:
+                data = None
+                finished = self._finished
+        if data is None:
             self.close()
+            if finished:
+                raise StopIteration
             raise Lost("the worker process ended early")
-        (size,) = _SIZE.unpack_from(self._data)
-        if size == _END:
-            self.close()
-            raise StopIteration
-        data, self._data, self._need = self._data, bytearray(), _SIZE.size
-        return marshal.loads(memoryview(data)[_SIZE.size:])  # our own child's output
+        return marshal.loads(data)  # our own child's output
+
+    def _drained(self) -> None:
+        """(The thread) whole items from the pipe, until the end, an early end or `close`."""
+        fd, turn = self._fd, self._turn
+        try:
+            while True:
+                with turn:
+                    while self._held >= self._ahead and not self._closing:
+                        turn.wait()
+                    if self._closing:
+                        return
+                head = _read_exactly(fd, _SIZE.size)
+                if head is None:
+                    return
+                (size,) = _SIZE.unpack(head)
+                if size == _END:
+                    with turn:
+                        self._finished = True
+                    return
+                data = _read_exactly(fd, size)
+                if data is None:
+                    return
+                with turn:
+                    self._items.append(data)
+                    self._held += size
+                    turn.notify_all()
+        except OSError:
+            return
+        finally:
+            with turn:
+                self._stopped = True
+                turn.notify_all()
 
     def close(self) -> None:
-        """Ends the child if it still runs."""
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-            _reap(self._pid)
+        """Ends the child if it still runs (its pipe then ends, and with it the thread)."""
+        if self._fd < 0:
+            return
+        with self._turn:
+            self._closing = True
+            self._turn.notify_all()
+        _reap(self._pid)
+        self._drain.join()
+        os.close(self._fd)
+        self._fd = -1
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    """`size` bytes from the pipe, or None when it ends first."""
+    data = os.read(fd, size)
+    if len(data) == size or not data:
+        return data if data or not size else None
+    parts = [data]
+    got = len(data)
+    while got < size:
+        more = os.read(fd, size - got)
+        if not more:
+            return None
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
 
 
 def _widen(fd: int) -> None:

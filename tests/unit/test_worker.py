@@ -55,3 +55,23 @@ def test_closing_early_ends_the_child() -> None:
     stream.close()
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # reaped: no such child any more
+
+
+def test_the_child_runs_ahead_while_the_parent_is_busy(tmp_path) -> None:  # noqa: ANN001
+    """The pipe holds 1 MiB; the parent's thread drains it, so a child whose items are many times that
+    finishes while the parent has not yet asked for one (it would wait on the pipe otherwise)."""
+    import time
+
+    done = tmp_path / "done"
+    items = [bytes([i]) * (3 << 20) for i in range(4)]
+
+    def produce() -> object:
+        yield from items
+        done.touch()
+
+    stream = worker.forked(produce())
+    deadline = time.monotonic() + 20
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert done.exists(), "the child waited on the pipe while the parent was busy"
+    assert list(stream) == items
