@@ -194,18 +194,15 @@ class Stream(Generic[T]):
 
 def _read_exactly(fd: int, size: int) -> bytes | None:
     """`size` bytes from the pipe, or None when it ends first."""
-    data = os.read(fd, size)
-    if len(data) == size or not data:
-        return data if data or not size else None
-    parts = [data]
-    got = len(data)
+    parts: list[bytes] = []
+    got = 0
     while got < size:
         more = os.read(fd, size - got)
         if not more:
             return None
         parts.append(more)
         got += len(more)
-    return b"".join(parts)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _widen(fd: int) -> None:
