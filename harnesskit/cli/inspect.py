@@ -28,7 +28,7 @@ from harnesskit.session.loader import Session, SessionError, load_session
 from harnesskit.session.reader import MAX_DEPTH, Diagnostic
 from harnesskit.session.stats import session_stats
 from harnesskit.session.stream import Stream, TreeWatch, open_stream, tree_diagnostics
-from harnesskit.session.tree import Tree, build_context
+from harnesskit.session.tree import build_context
 from harnesskit.text import escape_json
 
 from . import render, table
@@ -497,17 +497,17 @@ def streamed_tree_lines(stream: Stream, cols: int) -> Iterator[str | Checked]:
     """`--tree` of a whole v3 file from one read (in two processes for a big one: see tree_stream),
     each entry keeping only what its line shows; labels and the name gathered on the way. The same
     lines as `tree_lines` of the indexed file."""
-    from .tree_stream import UNNAMED, draw, read_columns, release
+    from .tree_stream import UNNAMED, draw, read_columns, release, shape
 
     columns = read_columns(stream, cols, lambda d: warn_diagnostic(stream.path, d))
     try:  # (a worker that draws its half is ended however this ends)
-        tree = Tree.from_columns(columns.ids, columns.parents, [], columns.lines, [])
-        for d in tree.diagnostics:
+        parent_at, diagnostics = shape(columns)
+        for d in diagnostics:
             warn_diagnostic(stream.path, d)
         labels = {target: label for target, label in columns.labels.items() if label is not None}
         name = None if columns.name is UNNAMED else columns.name
-        yield fit_line(describe(stream.dialect, stream.header, len(tree), name), cols)  # type: ignore[arg-type]
-        yield from draw(columns, cols, tree, labels)
+        yield fit_line(describe(stream.dialect, stream.header, len(columns.ids), name), cols)  # type: ignore[arg-type]
+        yield from draw(columns, cols, parent_at, labels)
     finally:
         release(columns)
 

@@ -153,13 +153,13 @@ def _cell(value: object) -> object:
     return value
 
 
-def by_time(tree: Tree, siblings: list[int], stamp: Callable[[int], int | None] | None = None) -> list[int]:
+def by_time(tree: Tree | None, siblings: list[int], stamp: Callable[[int], int | None] | None = None) -> list[int]:
     """Siblings oldest first, as pi's getTree sorts them; equal or unreadable times keep file order.
     `stamp(pos)` gives an entry's time as iso_to_ms reads it (default: read from tree.entries)."""
     from harnesskit.session.migrate import iso_to_ms
 
     def key(pos: int) -> tuple[bool, int]:
-        ms = iso_to_ms(tree.entries[pos].get("timestamp")) if stamp is None else stamp(pos)
+        ms = iso_to_ms(tree.entries[pos].get("timestamp")) if stamp is None else stamp(pos)  # type: ignore[union-attr]
         return (ms is None, ms or 0)  # no readable time: after every real one
 
     return sorted(siblings, key=key)
@@ -230,7 +230,7 @@ def _walk(tree: Tree, positions: Iterable[int] | None,
         stack.extend(branches(pos, prefix))
 
 
-def _stacked(tree: Tree, children: list[int], prefix: str,
+def _stacked(tree: Tree | None, children: list[int], prefix: str,
              stamp: Callable[[int], int | None] | None = None) -> list[tuple[int, str, str]]:
     if len(children) == 1:
         return [(children[0], prefix, prefix)]

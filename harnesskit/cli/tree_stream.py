@@ -31,7 +31,7 @@ import sys
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from itertools import compress, repeat
+from itertools import compress
 from typing import TYPE_CHECKING
 
 from harnesskit.session import split
@@ -39,7 +39,7 @@ from harnesskit.session.format import session_name
 from harnesskit.session.migrate import iso_to_ms
 from harnesskit.session.reader import MAX_DEPTH, Diagnostic
 from harnesskit.session.stream import Stream
-from harnesskit.session.tree import Tree, label_change
+from harnesskit.session.tree import Links, Tree, join_halves, label_change, links_of
 from harnesskit.text import visible
 
 from . import render, tree_lane
@@ -282,6 +282,8 @@ class Remote:
     stream: Stream  # (kept open: a worker lost while drawing has its half read again here)
     cut: int
     first_line: int
+    # how each half links among itself: (the parent's by_id, its Links), the worker's Links (see `shape`)
+    links: tuple[dict[str, int], Links, Links] | None = None
 
     def release(self) -> None:
         split.reap(self.conn, self.process)
@@ -308,11 +310,12 @@ def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagno
         mine = first.part(stream._offset, cut, stream._next_line, with_before=True)
         columns = collect(mine, width, Columns(), on_diagnostic)
         base = mine.next_line - 1
+        by_id, links = links_of(columns.ids, columns.parents)  # while the worker links its own half
         try:
             while diagnostics is None:
                 message = pickle.loads(here.recv_bytes())
-                if type(message) is list:  # the last: the worker's diagnostics
-                    diagnostics = message
+                if type(message) is tuple:  # the last: the worker's diagnostics and links
+                    diagnostics, their_links = message
                 else:
                     theirs.extend(message, 0)
         except (EOFError, OSError, pickle.UnpicklingError):  # the worker died: read its half here
@@ -320,8 +323,9 @@ def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagno
         if diagnostics is not None:
             offset = len(columns.ids)
             columns.extend(theirs, base)
-            columns.remote = Remote(here, worker, offset, stream, cut, base + 1)
+            columns.remote = Remote(here, worker, offset, stream, cut, base + 1, (by_id, links, their_links))
             kept = True
+        del by_id
     finally:
         if not kept:
             split.reap(here, worker)
@@ -342,6 +346,7 @@ def _worker(stream: Stream, cut: int, width: int, conn: Connection) -> None:
         diagnostics: list[Diagnostic] = []
         columns = collect(replace(stream, on_progress=None).part(cut, stream.size, 1), width, Columns(),
                           diagnostics.append)
+        links = links_of(columns.ids, columns.parents)[1]  # (before sending: the parent collects meanwhile)
         n = len(columns.ids)
         for start in range(0, n, BATCH) if n else [0]:
             stop = start + BATCH
@@ -349,7 +354,8 @@ def _worker(stream: Stream, cut: int, width: int, conn: Connection) -> None:
             part = Columns(columns.ids[start:stop], columns.parents[start:stop], columns.lines[start:stop],
                            labels=columns.labels if last else {}, name=columns.name if last else UNNAMED)
             conn.send_bytes(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
-        conn.send_bytes(pickle.dumps(diagnostics, protocol=pickle.HIGHEST_PROTOCOL))
+        conn.send_bytes(pickle.dumps((diagnostics, links), protocol=pickle.HIGHEST_PROTOCOL))
+        del links
         stamps = columns.stamps
         asked = pickle.loads(conn.recv_bytes())  # the timestamps of the siblings the walk sorts
         if asked is None:
@@ -371,19 +377,35 @@ def _worker(stream: Stream, cut: int, width: int, conn: Connection) -> None:
         return
 
 
-def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> Iterator[Checked]:
+def shape(columns: Columns) -> tuple[array, list[Diagnostic]]:
+    """Each entry's parent position (-1: none) and the tree's diagnostics, as `Tree.from_columns` finds them:
+    from two processes, joined from the links each found in its own half (`links_of`, the worker's while
+    the parent collected its own), so neither the index of a million ids nor most lookups are made after
+    the reading; from_columns itself for one process, or when an id is there twice."""
+    remote = columns.remote
+    if remote is not None and remote.links is not None:
+        by_id, mine, theirs = remote.links
+        remote.links = None  # (the parent's half's by_id goes with it)
+        joined = join_halves(columns.ids, columns.parents, columns.lines, remote.offset, by_id, mine, theirs)
+        if joined is not None:
+            return joined
+    tree = Tree.from_columns(columns.ids, columns.parents, [], columns.lines, [])
+    assert tree.parent_at is not None
+    return tree.parent_at, tree.diagnostics
+
+
+def draw(columns: Columns, width: int, parent_of: array, labels: dict[str, str]) -> Iterator[Checked]:
     """render.draw_columns of every entry (the same lines), as chunks of encoded lines: `Checked`, as every
-    text in them went through `visible` or is printable (emit's guard would change no byte). The walk is cut
-    into segments of at most CHUNK lines of one half; the worker's are drawn by the worker meanwhile
-    (groups of consecutive ones, a message each) and printed here in their turn."""
+    text in them went through `visible` or is printable (emit's guard would change no byte). `parent_of`
+    is each entry's parent position (`shape`). The walk is cut into segments of at most CHUNK lines of one
+    half; the worker's are drawn by the worker meanwhile (groups of consecutive ones, a message each) and
+    printed here in their turn."""
     stamps = columns.stamps  # (from two processes, those of the parent's half: the worker's are asked for)
-    parent_of = tree.parent_at if tree.parent_at is not None else array("q", map(tree.by_id.get, tree.parents,
-                                                                              repeat(-1)))
-    leaf = tree.leaf_id
+    leaf = columns.ids[-1] if columns.ids else None  # the last entry in file order, as pi
     remote = columns.remote
     mine = _renderer(columns, width, labels, leaf)
     if remote is None:
-        yield from map(Checked, mine(_segments(_runs(tree, parent_of, lambda pos: iso_to_ms(stamps[pos])), width,
+        yield from map(Checked, mine(_segments(_runs(parent_of, lambda pos: iso_to_ms(stamps[pos])), width,
                                                len(parent_of))))
         return
     offset = remote.offset
@@ -403,7 +425,7 @@ def draw(columns: Columns, width: int, tree: Tree, labels: dict[str, str]) -> It
     def stamp(pos: int) -> int | None:
         return iso_to_ms(stamps[pos] if pos < offset else theirs_at[pos])
 
-    runs = _runs(tree, parent_of, stamp, breaks)
+    runs = _runs(parent_of, stamp, breaks)
     plan: list[tuple[bool, list]] = []  # (theirs, segments), in drawing order
     size = 0  # the lines of the last group
     for segment in _segments(runs, width, offset):
@@ -554,7 +576,7 @@ def _breaks(parent_of: array) -> tuple[list[int], dict[int, list[int]]]:
     return roots, jumps
 
 
-def _runs(tree: Tree, parent_of: array, stamp: Callable[[int], int | None],
+def _runs(parent_of: array, stamp: Callable[[int], int | None],
           breaks: tuple[list[int], dict[int, list[int]]] | None = None) -> Iterator[tuple[int, int, str, str]]:
     """render._walk in runs: (start, stop, lead, prefix) for the entries start..stop-1 in drawing order, the
     first drawn with `lead`, the others (each the only child of the one before) with `prefix`. Children
@@ -562,7 +584,7 @@ def _runs(tree: Tree, parent_of: array, stamp: Callable[[int], int | None],
     later in the file), so only the jumps are indexed (`breaks`, found here when not given)."""
     n = len(parent_of)
     roots, jumps = _breaks(parent_of) if breaks is None else breaks
-    stack = _stacked(tree, roots, "", stamp)
+    stack = _stacked(None, roots, "", stamp)
     drawn = bytearray(n)
     scan = 0
     while True:
@@ -585,6 +607,6 @@ def _runs(tree: Tree, parent_of: array, stamp: Callable[[int], int | None],
         chained = after < n and parent_of[after] == pos
         others = jumps.get(pos)
         if others is not None:
-            stack.extend(_stacked(tree, sorted([*others, after]) if chained else others, prefix, stamp))
+            stack.extend(_stacked(None, sorted([*others, after]) if chained else others, prefix, stamp))
         elif chained:
             stack.append((after, prefix, prefix))

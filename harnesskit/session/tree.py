@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import operator
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from typing import TYPE_CHECKING
@@ -114,20 +114,8 @@ class Tree:
                                "dangling-parent", "warning")
                 )
         # entries whose parent is not earlier: only these can close a cycle
-        forward = list(compress(range(n), map(operator.ge, targets, range(n))))
-        done: set[int] = set()
-        for start in forward:  # report cycles at load, not only when a walk happens to meet one
-            trail: set[int] = set()
-            node: int | None = start
-            while node is not None and node not in done:
-                if node in trail:
-                    tree.diagnostics.append(
-                        diagnostic(lines[node], -1, f"parentId cycle through {ids[node]}", "cycle")
-                    )
-                    break
-                trail.add(node)
-                node = tree.parent_pos(node)
-            done.update(trail)
+        _cycles(list(compress(range(n), map(operator.ge, targets, range(n)))), targets, ids, lines,
+                tree.diagnostics)
         return tree
 
     def __len__(self) -> int:
@@ -219,6 +207,85 @@ class Tree:
             shown = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
             raise EntryNotFound(f"id prefix {ref!r} is ambiguous: {shown}")
         raise EntryNotFound(f"no entry with id, prefix or label {ref!r}")
+
+
+def _cycles(forward: Iterable[int], parent_at: array, ids: Sequence[str | None], lines: Sequence[int],
+            diagnostics: list[Diagnostic]) -> None:
+    """Report each parentId cycle once, at load, not only when a walk happens to meet one: `forward` holds
+    the entries whose parent is not earlier (only these can close one), in file order."""
+    done: set[int] = set()
+    for start in forward:
+        trail: set[int] = set()
+        node = start
+        while node >= 0 and node not in done:
+            if node in trail:
+                diagnostics.append(diagnostic(lines[node], -1, f"parentId cycle through {ids[node]}", "cycle"))
+                break
+            trail.add(node)
+            node = parent_at[node]
+        done.update(trail)
+
+
+@dataclass
+class Links:
+    """How a run of entries (a process's half of a file) links among themselves, found where their ids
+    are (`links_of`), so that two processes share the work of `Tree.from_columns`; `join_halves` puts
+    two together. Only a run with no id twice is linked: from_columns says where an id repeats."""
+
+    unique: bool
+    targets: array = field(default_factory=lambda: array("q"))  # parent position among them (-1: none there)
+    misses: list[int] = field(default_factory=list)  # positions whose parentId is a string naming none of them
+    forward: list[int] = field(default_factory=list)  # positions whose parent is not earlier among them
+
+
+def links_of(ids: list[str | None], parents: list[str | None]) -> tuple[dict[str, int], Links]:
+    """The run's by_id (empty when an id is there twice) and its Links."""
+    n = len(ids)
+    by_id = dict(zip(ids, range(n), strict=True))
+    by_id.pop(None, None)  # type: ignore[call-overload]
+    if len(by_id) + ids.count(None) < n:
+        return {}, Links(False)
+    targets = _parent_positions(ids, parents, by_id, True)
+    misses = [pos for pos in compress(range(n), map((-1).__eq__, targets)) if parents[pos] is not None]
+    return by_id, Links(True, targets, misses, list(compress(range(n), map(operator.ge, targets, range(n)))))
+
+
+def join_halves(ids: list[str | None], parents: list[str | None], lines: Sequence[int], cut: int,
+                first_by_id: dict[str, int], first: Links, second: Links) -> tuple[array, list[Diagnostic]] | None:
+    """What `Tree.from_columns` finds of these columns (each entry's parent position, and its diagnostics
+    in the same order) from the Links of the entries before `cut` (whose by_id is `first_by_id`) and of
+    those from `cut` on (positions counted from `cut`). None when an id is there twice, in a half or
+    across the cut: from_columns then says where, and which one parentIds link to."""
+    n = len(ids)
+    if not (first.unique and second.unique) or not first_by_id.keys().isdisjoint(itertools.islice(ids, cut, None)):
+        return None
+    parent_at = array("q", first.targets)
+    forward = list(first.forward)
+    dangling: list[int] = []
+    if first.misses:  # a parent later in the file, beyond the cut (rare: the second half's ids indexed here)
+        later = dict(zip(itertools.islice(ids, cut, None), range(cut, n), strict=True))
+        for pos in first.misses:
+            target = later.get(parents[pos], -1)  # type: ignore[arg-type]
+            if target < 0:
+                dangling.append(pos)
+            else:
+                parent_at[pos] = target
+                forward.append(pos)
+        forward.sort()
+    theirs = array("q", map(cut.__add__, second.targets))
+    for pos in compress(range(len(theirs)), map((-1).__eq__, second.targets)):
+        theirs[pos] = -1  # a root (the misses are looked up below)
+    for pos in second.misses:
+        target = first_by_id.get(parents[cut + pos], -1)  # type: ignore[arg-type]
+        theirs[pos] = target
+        if target < 0:
+            dangling.append(cut + pos)
+    parent_at += theirs
+    diagnostics: list[Diagnostic] = [
+        diagnostic(lines[pos], -1, f"parentId {parents[pos]} names no entry; treated as a root", "dangling-parent",
+                   "warning") for pos in dangling]
+    _cycles([*forward, *map(cut.__add__, second.forward)], parent_at, ids, lines, diagnostics)
+    return parent_at, diagnostics
 
 
 def _parent_positions(ids: list[str | None], parents: list[str | None], by_id: dict[str, int], unique: bool) -> array:

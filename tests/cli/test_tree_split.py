@@ -56,9 +56,10 @@ def assert_same(run, path: Path, monkeypatch: pytest.MonkeyPatch, width: int = 1
 
 @pytest.fixture
 def spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """What the split did: 'forked' when a worker started, 'merged' when its columns were taken."""
+    """What the split did: 'forked' when a worker started, 'merged' when its columns were taken, 'joined'
+    when the links of both halves made the tree (or 'one tree' when an id twice left it to from_columns)."""
     seen: list[str] = []
-    fork, extend = split.fork_worker, tree_stream.Columns.extend
+    fork, extend, join = split.fork_worker, tree_stream.Columns.extend, tree_stream.join_halves
 
     def forking(*args: object, **kwargs: object):  # noqa: ANN202
         seen.append("forked")
@@ -69,8 +70,14 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             seen.append("merged")
         extend(self, later, base)
 
+    def joining(*args: object):  # noqa: ANN202
+        joined = join(*args)  # type: ignore[arg-type]
+        seen.append("one tree" if joined is None else "joined")
+        return joined
+
     monkeypatch.setattr(split, "fork_worker", forking)
     monkeypatch.setattr(tree_stream.Columns, "extend", extending)
+    monkeypatch.setattr(tree_stream, "join_halves", joining)
     return seen
 
 
@@ -89,7 +96,7 @@ def test_generated_sessions_split_and_merge(run, tmp_path: Path, monkeypatch: py
         assert {"label", "compaction", "branch_summary"} <= types  # what the merge must carry across
         code, out, err = assert_same(run, path, monkeypatch)
         assert code == 0 and err == "" and "entries=4000" in out and "├─ " in out and "← leaf" in out
-    assert spy == ["forked", "merged"] * 2
+    assert spy == ["forked", "merged", "joined"] * 2
 
 
 def test_off_switch_and_threshold(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: list[str]) -> None:  # noqa: ANN001
@@ -101,7 +108,7 @@ def test_off_switch_and_threshold(run, tmp_path: Path, monkeypatch: pytest.Monke
     run("inspect", path, "--tree")
     assert spy == []
     tree_of(run, path, monkeypatch, True)
-    assert spy == ["forked", "merged"]
+    assert spy == ["forked", "merged", "joined"]
 
 
 def entry(i: int, parent: str | None, **extra: object) -> dict:
@@ -122,7 +129,8 @@ def label(i: int, parent: str, target: str, name: str) -> dict:
             "targetId": target, "label": name}
 
 
-@pytest.mark.parametrize("case", ["labels", "names", "cross-links", "branches", "damage-both-sides"])
+@pytest.mark.parametrize("case", ["labels", "names", "cross-links", "links-no-id-twice", "branches",
+                                  "damage-both-sides"])
 def test_merges_across_the_cut(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: list[str],  # noqa: ANN001
                                case: str) -> None:
     """Each thing the parent merges, placed so that the cut (the middle of the file) falls among it."""
@@ -142,6 +150,11 @@ def test_merges_across_the_cut(run, tmp_path: Path, monkeypatch: pytest.MonkeyPa
         entries[30]["parentId"] = entries[380]["id"]
         entries[390]["parentId"] = "ffffffff"
         entries[10]["parentId"] = entries[300]["id"]
+    elif case == "links-no-id-twice":  # the same but for the duplicate id: the halves' links are joined
+        entries[30]["parentId"] = entries[380]["id"]
+        entries[390]["parentId"] = "ffffffff"
+        entries[5]["parentId"] = "fffffffe"
+        entries[10]["parentId"] = entries[300]["id"]
     elif case == "branches":  # children of first-half entries in the second half, siblings sorted by time
         for i in (250, 260, 270, 399):
             entries[i]["parentId"] = entries[i % 7 + 3]["id"]
@@ -155,7 +168,8 @@ def test_merges_across_the_cut(run, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     for width in (20, 100):
         code, out, err = assert_same(run, path, monkeypatch, width)
     assert spy.count("forked") == spy.count("merged") == 2
-    if case in ("cross-links", "damage-both-sides"):
+    assert spy.count("one tree" if case == "cross-links" else "joined") == 2
+    if case in ("cross-links", "links-no-id-twice", "damage-both-sides"):
         assert err.count("\n") >= 3  # the warnings of both halves, in file order
     if case == "names":
         assert "name=" not in out.splitlines()[0]
@@ -221,7 +235,7 @@ def test_a_failed_worker_costs_only_time(run, tmp_path: Path, monkeypatch: pytes
         monkeypatch.setattr(Connection, "send_bytes", dying_later)
     assert tree_of(run, path, monkeypatch, True) == one
     # no merge where the worker failed before its columns were in: the parent read it all
-    assert spy == (["forked"] if where in ("collecting", "sending") else ["forked", "merged"])
+    assert spy == (["forked"] if where in ("collecting", "sending") else ["forked", "merged", "joined"])
 
 
 def test_the_worker_draws_its_half(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001

@@ -7,6 +7,7 @@ None on both sides, dangling and forward parents)."""
 
 from __future__ import annotations
 
+import pickle
 from array import array
 from itertools import repeat
 from pathlib import Path
@@ -15,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harnesskit.session.stream import open_stream
-from harnesskit.session.tree import Tree
+from harnesskit.session.tree import Tree, join_halves, links_of
 
 HEADER = b'{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}\n'
 LINE = st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")) | st.sampled_from([b"", b"\r", b"{}", b"x" * 300])
@@ -50,10 +51,12 @@ def _lines(data: bytes) -> list[bytes]:
     return [part + b"\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
-@settings(max_examples=300, deadline=None)
-@given(n=st.integers(0, 60), changes=st.lists(st.tuples(st.integers(0, 59), st.sampled_from(
-    ["copy", "none", "dangling", "forward", "far", "id twice", "no id"]), st.integers(0, 59)), max_size=12))
-def test_parent_at_is_the_lookup(n: int, changes: list[tuple[int, str, int]]) -> None:
+CHANGES = st.lists(st.tuples(st.integers(0, 59), st.sampled_from(
+    ["copy", "none", "dangling", "forward", "far", "id twice", "no id", "cycle"]), st.integers(0, 59)), max_size=12)
+
+
+def columns(n: int, changes: list[tuple[int, str, int]]) -> tuple[list[str | None], list[str | None]]:
+    """A chain of n entries with `changes` made to it (see test_parent_at_is_the_lookup)."""
     ids: list[str | None] = [f"{i:08x}" for i in range(n)]
     parents: list[str | None] = [None, *ids[:-1]][:n]  # a chain: each parentId the very object of the id before
     for pos, how, other in changes:
@@ -70,7 +73,38 @@ def test_parent_at_is_the_lookup(n: int, changes: list[tuple[int, str, int]]) ->
             parents[pos] = ids[other % n]
         elif how == "id twice":
             ids[pos] = ids[other % n]
+        elif how == "cycle":  # an earlier entry's parent made this one: a loop through both
+            parents[other % (pos + 1)] = ids[pos]
         else:
             ids[pos] = None
+    return ids, parents
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(0, 60), changes=CHANGES)
+def test_parent_at_is_the_lookup(n: int, changes: list[tuple[int, str, int]]) -> None:
+    ids, parents = columns(n, changes)
     tree = Tree.from_columns(ids, parents, ["message"] * n, list(range(1, n + 1)), [])
     assert tree.parent_at == array("q", map(tree.by_id.get, parents, repeat(-1)))
+
+
+@settings(max_examples=500, deadline=None)
+@given(n=st.integers(1, 60), changes=CHANGES, at=st.integers(0, 60))
+def test_halves_join_as_from_columns(n: int, changes: list[tuple[int, str, int]], at: int) -> None:
+    """`inspect --tree` in two processes links each half where it was read and joins them (join_halves):
+    the same parent positions and the same diagnostics, in the same order, as from_columns of the whole;
+    None (from_columns then) exactly when an id is there twice, in a half or across the cut."""
+    ids, parents = columns(n, changes)
+    cut = at % (n + 1)
+    lines = list(range(2, n + 2))
+    tree = Tree.from_columns(ids, parents, ["message"] * n, lines, [])
+    by_id, first = links_of(ids[:cut], parents[:cut])
+    # the worker's half arrives pickled: its chain parents stay the very objects of its ids, as sent
+    second = pickle.loads(pickle.dumps(links_of(ids[cut:], parents[cut:])[1]))
+    joined = join_halves(ids, parents, lines, cut, by_id, first, second)
+    twice = len({i for i in ids if i is not None}) < n - ids.count(None)
+    if twice:
+        assert joined is None
+        return
+    assert joined is not None
+    assert joined == (tree.parent_at, tree.diagnostics)
