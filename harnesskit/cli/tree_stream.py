@@ -26,8 +26,10 @@ from __future__ import annotations
 import itertools
 import operator
 import pickle
+import queue
 import re
 import sys
+import threading
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -52,6 +54,9 @@ if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
 BATCH = 50_000  # entries per pickled batch of the worker
+# The parent's part of a big file (bytes): it joins the halves' links and plans the walk after both are
+# read, while the worker waits; so it reads a little less, and takes the worker's batches as they come
+SHARE = 0.49
 CHUNK = 8192  # lines per encoded chunk of output
 _ELLIPSIS = ELLIPSIS.encode()
 _REFUSED = (*tree_lane.Refused, ValueError)  # ValueError: a line that is not UTF-8
@@ -71,13 +76,16 @@ class Columns:
     slow: bytearray = field(default_factory=bytearray)  # 1: cut with table.fit (not all one-column characters)
     labels: dict[str, str | None] = field(default_factory=dict)  # target -> its last label (None: cleared)
     name: object = UNNAMED
+    # id -> its last position, filled by `collect` when given (each id indexed while it is fresh in memory:
+    # after the reading, the ids lie scattered among the bodies, and indexing them costs twice as much)
+    by_id: dict[str | None, int] | None = None
     remote: Remote | None = None  # the worker that holds the bodies of the later entries (read_columns)
 
     def extend(self, later: Columns, base: int) -> None:
         """Append the columns of the entries after these, their lines numbered from `base` + 1."""
         self.ids += later.ids
         self.parents += later.parents
-        self.lines += later.lines if not base else array("q", [line + base for line in later.lines])
+        self.lines += later.lines if not base else array("q", map(base.__add__, later.lines))
         self.stamps += later.stamps
         self.bodies += later.bodies
         self.marks_at += later.marks_at
@@ -137,6 +145,7 @@ def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[
     can, else the reader's path (`Stream.exact`): the same columns either way."""
     ids, parents, lines, stamps = into.ids, into.parents, into.lines, into.stamps
     bodies, marks_at, slow, labels = into.bodies, into.marks_at, into.slow, into.labels
+    index, position = into.by_id, len(ids)
     summary, fast_summary, decode, refused = render.entry_summary, tree_lane.summary, tree_lane.decode, _REFUSED
     if sys.getrecursionlimit() > MAX_DEPTH:  # msgspec's depth is the recursion limit's: it must stay below orjson's
         decode = tree_lane.refuse
@@ -209,6 +218,9 @@ def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[
                 number += 1
                 offset += len(content)
             ids.append(entry_id)
+            if index is not None:
+                index[entry_id] = position
+            position += 1
             # a child's parentId as the same string object as its parent's id (a chain keeps one string)
             parents.append(previous if parent == previous and parent is not None else parent)
             previous = entry_id
@@ -240,6 +252,7 @@ def collect(stream: Stream, width: int, into: Columns, on_diagnostic: Callable[[
                 into = batch(into)
                 ids, parents, lines, stamps = into.ids, into.parents, into.lines, into.stamps
                 bodies, marks_at, slow, labels = into.bodies, into.marks_at, into.slow, into.labels
+                index, position = into.by_id, len(ids)
                 count = 0
     return into
 
@@ -264,7 +277,7 @@ def read_columns(stream: Stream, width: int, on_diagnostic: Callable[[Diagnostic
     """The columns of the whole stream, read to its end; the reader's diagnostics in file order. From two
     processes, the worker's entries come without their bodies: it keeps them and draws their lines itself
     (`draw`); `release` ends it."""
-    cut = split.split_point(stream._fp, stream._offset)
+    cut = split.split_point(stream._fp, stream._offset, SHARE)
     if cut is not None:
         columns = _split(stream, cut, width, on_diagnostic)
         if columns is not None:
@@ -308,22 +321,26 @@ def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagno
     kept = False
     try:  # (Ctrl-C reaches both processes: each stops, and the worker is reaped here)
         mine = first.part(stream._offset, cut, stream._next_line, with_before=True)
-        columns = collect(mine, width, Columns(), on_diagnostic)
+        columns = collect(mine, width, Columns(by_id={}), on_diagnostic)
         base = mine.next_line - 1
-        by_id, links = links_of(columns.ids, columns.parents)  # while the worker links its own half
+        by_id, links = links_of(columns.ids, columns.parents, columns.by_id)  # while the worker reads on
+        columns.by_id = None
+        across = False  # an id of the worker's half is in this one (then Tree.from_columns says where)
         try:
-            while diagnostics is None:
+            while diagnostics is None:  # (the worker's batches come as it reads: most are here already)
                 message = pickle.loads(here.recv_bytes())
                 if type(message) is tuple:  # the last: the worker's diagnostics and links
                     diagnostics, their_links = message
                 else:
                     theirs.extend(message, 0)
+                    across = across or not by_id.keys().isdisjoint(message.ids)
         except (EOFError, OSError, pickle.UnpicklingError):  # the worker died: read its half here
             pass
         if diagnostics is not None:
             offset = len(columns.ids)
             columns.extend(theirs, base)
-            columns.remote = Remote(here, worker, offset, stream, cut, base + 1, (by_id, links, their_links))
+            columns.remote = Remote(here, worker, offset, stream, cut, base + 1,
+                                    None if across else (by_id, links, their_links))
             kept = True
         del by_id
     finally:
@@ -338,24 +355,57 @@ def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagno
     return columns
 
 
+class _Sender:
+    """Pickled messages sent on a thread of their own, in order: the worker reads on while the parent,
+    still reading its own half, leaves the pipe full."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._failed = False
+        self._thread = threading.Thread(target=self._send, args=(conn,), daemon=True)
+        self._thread.start()
+
+    def put(self, message: object) -> None:
+        self._queue.put(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def _send(self, conn: Connection) -> None:
+        try:
+            while (data := self._queue.get()) is not None:
+                conn.send_bytes(data)
+        except OSError:  # the parent is gone
+            self._failed = True
+
+    def close(self) -> None:
+        """Once everything put is sent (BrokenPipeError: it could not be)."""
+        self._queue.put(None)
+        self._thread.join()
+        if self._failed:
+            raise BrokenPipeError("the parent is gone")
+
+
 def _worker(stream: Stream, cut: int, width: int, conn: Connection) -> None:
-    """The forked half: collect [cut, end) with lines numbered from 1, send all but the bodies (pickled,
-    BATCH entries a message, then the diagnostics), then draw the groups of runs the parent asks for and
-    send their lines, a message a group."""
+    """The forked half: collect [cut, end) with lines numbered from 1 and send all but the bodies as it
+    reads (pickled, BATCH entries a message, then the diagnostics and its half's links), then draw the
+    groups of runs the parent asks for and send their lines, a message a group."""
     try:
         diagnostics: list[Diagnostic] = []
-        columns = collect(replace(stream, on_progress=None).part(cut, stream.size, 1), width, Columns(),
-                          diagnostics.append)
-        links = links_of(columns.ids, columns.parents)[1]  # (before sending: the parent collects meanwhile)
-        n = len(columns.ids)
-        for start in range(0, n, BATCH) if n else [0]:
-            stop = start + BATCH
-            last = stop >= n
-            part = Columns(columns.ids[start:stop], columns.parents[start:stop], columns.lines[start:stop],
-                           labels=columns.labels if last else {}, name=columns.name if last else UNNAMED)
-            conn.send_bytes(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
-        conn.send_bytes(pickle.dumps((diagnostics, links), protocol=pickle.HIGHEST_PROTOCOL))
-        del links
+        sender = _Sender(conn)
+        sent = 0
+
+        def batch(columns: Columns) -> Columns:  # the ids, parentIds and lines of the entries read since the last
+            nonlocal sent
+            n = len(columns.ids)
+            sender.put(Columns(columns.ids[sent:n], columns.parents[sent:n], columns.lines[sent:n]))
+            sent = n
+            return columns  # (kept whole: the worker draws its half)
+
+        columns = collect(replace(stream, on_progress=None).part(cut, stream.size, 1), width, Columns(by_id={}),
+                          diagnostics.append, batch)
+        sender.put(Columns(columns.ids[sent:], columns.parents[sent:], columns.lines[sent:], labels=columns.labels,
+                           name=columns.name))
+        sender.put((diagnostics, links_of(columns.ids, columns.parents, columns.by_id)[1]))
+        columns.by_id = None
+        sender.close()
         stamps = columns.stamps
         asked = pickle.loads(conn.recv_bytes())  # the timestamps of the siblings the walk sorts
         if asked is None:
@@ -386,7 +436,8 @@ def shape(columns: Columns) -> tuple[array, list[Diagnostic]]:
     if remote is not None and remote.links is not None:
         by_id, mine, theirs = remote.links
         remote.links = None  # (the parent's half's by_id goes with it)
-        joined = join_halves(columns.ids, columns.parents, columns.lines, remote.offset, by_id, mine, theirs)
+        joined = join_halves(columns.ids, columns.parents, columns.lines, remote.offset, by_id, mine, theirs,
+                             across=False)  # (_split looked at each batch of the worker's ids as it came)
         if joined is not None:
             return joined
     tree = Tree.from_columns(columns.ids, columns.parents, [], columns.lines, [])

@@ -20,16 +20,16 @@ if TYPE_CHECKING:  # multiprocessing is imported only when a worker is started (
 SPLIT_MIN_BYTES = 32 << 20  # below this one process is faster than forking a second
 
 
-def split_point(fp: BinaryIO, start: int) -> int | None:
-    """The first line start after the middle of [start, end of file), or None when the file should
-    be read by one process: small, not a regular file, one core, a threaded process that must not
-    fork, or `HARNESSKIT_SPLIT=0` (`HARNESSKIT_SPLIT_MIN_BYTES=N` moves the threshold). Reads blocks
-    with pread, so `fp` does not move and a huge line at the middle costs no memory."""
+def split_point(fp: BinaryIO, start: int, share: float = 0.5) -> int | None:
+    """The first line start after the middle of [start, end of file) (after its first `share` of bytes),
+    or None when the file should be read by one process: small, not a regular file, one core, a threaded
+    process that must not fork, or `HARNESSKIT_SPLIT=0` (`HARNESSKIT_SPLIT_MIN_BYTES=N` moves the
+    threshold). Reads blocks with pread, so `fp` does not move and a huge line at the middle costs no memory."""
     if not worth_splitting(fp, start) or threading.active_count() > 1:
         return None
     fd = fp.fileno()
     info = os.fstat(fd)
-    middle = start + (info.st_size - start) // 2
+    middle = start + int((info.st_size - start) * share)
     while True:
         block = os.pread(fd, 1 << 16, middle)
         if not block:

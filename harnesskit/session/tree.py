@@ -238,11 +238,14 @@ class Links:
     forward: list[int] = field(default_factory=list)  # positions whose parent is not earlier among them
 
 
-def links_of(ids: list[str | None], parents: list[str | None]) -> tuple[dict[str, int], Links]:
-    """The run's by_id (empty when an id is there twice) and its Links."""
+def links_of(ids: list[str | None], parents: list[str | None], by_id: dict[str | None, int] | None = None
+             ) -> tuple[dict[str, int], Links]:
+    """The run's by_id (empty when an id is there twice) and its Links. `by_id`: the ids' last positions
+    (None among them or not), when the caller indexed them as they came (it is then taken as the run's)."""
     n = len(ids)
-    by_id = dict(zip(ids, range(n), strict=True))
-    by_id.pop(None, None)  # type: ignore[call-overload]
+    if by_id is None:
+        by_id = dict(zip(ids, range(n), strict=True))
+    by_id.pop(None, None)
     if len(by_id) + ids.count(None) < n:
         return {}, Links(False)
     targets = _parent_positions(ids, parents, by_id, True)
@@ -251,13 +254,17 @@ def links_of(ids: list[str | None], parents: list[str | None]) -> tuple[dict[str
 
 
 def join_halves(ids: list[str | None], parents: list[str | None], lines: Sequence[int], cut: int,
-                first_by_id: dict[str, int], first: Links, second: Links) -> tuple[array, list[Diagnostic]] | None:
+                first_by_id: dict[str, int], first: Links, second: Links, across: bool | None = None
+                ) -> tuple[array, list[Diagnostic]] | None:
     """What `Tree.from_columns` finds of these columns (each entry's parent position, and its diagnostics
     in the same order) from the Links of the entries before `cut` (whose by_id is `first_by_id`) and of
     those from `cut` on (positions counted from `cut`). None when an id is there twice, in a half or
-    across the cut: from_columns then says where, and which one parentIds link to."""
+    across the cut: from_columns then says where, and which one parentIds link to. `across`: whether an id
+    of the second half is in the first, when the caller looked (as the second half's ids came)."""
     n = len(ids)
-    if not (first.unique and second.unique) or not first_by_id.keys().isdisjoint(itertools.islice(ids, cut, None)):
+    if across is None:
+        across = not first_by_id.keys().isdisjoint(itertools.islice(ids, cut, None))
+    if across or not (first.unique and second.unique):
         return None
     parent_at = array("q", first.targets)
     forward = list(first.forward)

@@ -57,7 +57,7 @@ def assert_same(run, path: Path, monkeypatch: pytest.MonkeyPatch, width: int = 1
 @pytest.fixture
 def spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """What the split did: 'forked' when a worker started, 'merged' when its columns were taken, 'joined'
-    when the links of both halves made the tree (or 'one tree' when an id twice left it to from_columns)."""
+    when the links of both halves made the tree ('one tree': join_halves found an id twice in a half)."""
     seen: list[str] = []
     fork, extend, join = split.fork_worker, tree_stream.Columns.extend, tree_stream.join_halves
 
@@ -70,8 +70,8 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             seen.append("merged")
         extend(self, later, base)
 
-    def joining(*args: object):  # noqa: ANN202
-        joined = join(*args)  # type: ignore[arg-type]
+    def joining(*args: object, **kwargs: object):  # noqa: ANN202
+        joined = join(*args, **kwargs)  # type: ignore[arg-type]
         seen.append("one tree" if joined is None else "joined")
         return joined
 
@@ -168,13 +168,46 @@ def test_merges_across_the_cut(run, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     for width in (20, 100):
         code, out, err = assert_same(run, path, monkeypatch, width)
     assert spy.count("forked") == spy.count("merged") == 2
-    assert spy.count("one tree" if case == "cross-links" else "joined") == 2
+    # an id on both sides of the cut: the tree is Tree.from_columns' (which says where)
+    assert spy.count("joined") == (0 if case == "cross-links" else 2)
     if case in ("cross-links", "links-no-id-twice", "damage-both-sides"):
         assert err.count("\n") >= 3  # the warnings of both halves, in file order
     if case == "names":
         assert "name=" not in out.splitlines()[0]
     if case == "labels":
         assert "[first]" not in out and "[kept]" in out and "[late]" in out
+
+
+def test_the_worker_sends_as_it_reads(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: ANN001
+                                      spy: list[str]) -> None:
+    """The worker's batches leave on a thread of their own as it reads, so a full pipe does not hold up its
+    reading: here the parent takes nothing from the pipe until the worker has read its whole half, and
+    the pipe holds far less than its batches (long ids). Sent on the worker's own thread, they would
+    wait for the parent, and the parent for them."""
+    monkeypatch.setattr(tree_stream, "BATCH", 100)
+    entries, parent_id = [], None
+    for i in range(4000):
+        entries.append({**entry(i, parent_id), "id": f"{i:0300d}"})
+        parent_id = entries[-1]["id"]
+    path = write_lines(tmp_path / "long-ids.jsonl", [HEADER, *entries])
+    one = tree_of(run, path, monkeypatch, False)
+    marker, parent, collect = tmp_path / "worker-read-its-half", os.getpid(), tree_stream.collect
+    waited: list[bool] = []
+
+    def collecting(*args: object, **kwargs: object) -> tree_stream.Columns:
+        columns = collect(*args, **kwargs)  # type: ignore[arg-type]
+        if os.getpid() != parent:
+            marker.touch()
+        else:  # the parent's half: nothing is taken from the pipe before the worker has read its own
+            deadline = time.monotonic() + 30
+            while not marker.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            waited.append(marker.exists())
+        return columns
+
+    monkeypatch.setattr(tree_stream, "collect", collecting)
+    assert tree_of(run, path, monkeypatch, True) == one
+    assert waited == [True] and spy == ["forked", "merged", "joined"]
 
 
 @pytest.mark.parametrize("where", ["collecting", "sending", "asked", "drawing", "sending lines"])
