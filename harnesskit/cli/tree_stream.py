@@ -31,6 +31,7 @@ import re
 import sys
 import threading
 from array import array
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from itertools import compress
@@ -635,6 +636,9 @@ def _runs(parent_of: array, stamp: Callable[[int], int | None],
     later in the file), so only the jumps are indexed (`breaks`, found here when not given)."""
     n = len(parent_of)
     roots, jumps = _breaks(parent_of) if breaks is None else breaks
+    # where a run ends: before an entry whose parent is not the one before it (a root or a jump), and
+    # after an entry with more children than the next one; found by bisection, not entry by entry
+    stops = sorted({*roots, *itertools.chain.from_iterable(jumps.values()), *(pos + 1 for pos in jumps)})
     stack = _stacked(None, roots, "", stamp)
     drawn = bytearray(n)
     scan = 0
@@ -649,10 +653,9 @@ def _runs(parent_of: array, stamp: Callable[[int], int | None],
         if drawn[pos]:
             continue
         start = pos
-        after = pos + 1
-        while after < n and parent_of[after] == pos and pos not in jumps:  # its only child: the next entry
-            pos = after
-            after += 1
+        at = bisect_right(stops, start)  # the run: each entry the only child of the one before
+        after = stops[at] if at < len(stops) and stops[at] < n else n
+        pos = after - 1
         drawn[start:after] = b"\x01" * (after - start)
         yield start, after, lead, prefix
         chained = after < n and parent_of[after] == pos

@@ -108,3 +108,20 @@ def test_halves_join_as_from_columns(n: int, changes: list[tuple[int, str, int]]
         return
     assert joined is not None
     assert joined == (tree.parent_at, tree.diagnostics)
+
+
+@settings(max_examples=400, deadline=None)
+@given(n=st.integers(1, 60), changes=CHANGES, stamps=st.lists(st.none() | st.integers(0, 5), min_size=60, max_size=60))
+def test_runs_walk_as_the_drawing(n: int, changes: list[tuple[int, str, int]], stamps: list[int | None]) -> None:
+    """`inspect --tree` walks chains as runs (tree_stream._runs, run ends found by bisection): entry by
+    entry, with the lead of each line, that is render._walk's order, siblings sorted by time, cycles and
+    entries no root reaches included."""
+    from harnesskit.cli import render, tree_stream
+
+    ids, parents = columns(n, changes)
+    tree = Tree.from_columns(ids, parents, ["message"] * n, list(range(1, n + 1)), [])
+    stamp = stamps.__getitem__
+    walked = []
+    for start, stop, lead, prefix in tree_stream._runs(tree.parent_at, stamp):
+        walked += [(start, lead), *((pos, prefix) for pos in range(start + 1, stop))]
+    assert walked == list(render._walk(tree, None, stamp))
