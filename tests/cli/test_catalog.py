@@ -310,6 +310,33 @@ def test_merging_left_paused_by_a_killed_bulk_run_is_set_back_by_the_next_update
     assert incremental(db, env.sessions) == rebuilt(env.sessions)
 
 
+def test_many_small_updates_in_one_connection_keep_the_wal_small(env: Env) -> None:
+    """One connection making one-file updates one after another (as `search` after each turn of a
+    chat): its commits checkpoint the WAL every CHECKPOINT_PAGES pages, so that no checkpoint,
+    whichever update it lands in, copies more than a couple of MB (SQLite's default, 1000 pages,
+    let the WAL grow to 16 MB first)."""
+    made = corpus(env.sessions, 200)
+    db = env.home / "index.sqlite"
+    assert invoke("index", "-q").exit_code == 0
+    wal = Path(f"{db}-wal")
+    conn, _ = catalog.open_catalog(db)
+    largest = 0
+    try:
+        for i, m in enumerate(made):
+            m.append(turn(random.Random(i), 300, m.lines[-1]["id"], START_MS + 10**7))
+            catalog.update(conn, [catalog.Source(m.path)], partial=True)
+            largest = max(largest, wal.stat().st_size)
+    finally:
+        conn.close()
+    listing = catalog.open_existing(db)  # `list`'s connection, which writes too
+    assert listing is not None
+    assert listing.execute("PRAGMA wal_autocheckpoint").fetchone() == (catalog.CHECKPOINT_PAGES,)
+    listing.close()
+    assert catalog.CHECKPOINT_PAGES * catalog.PAGE_SIZE <= 4 << 20
+    assert largest <= 4 << 20, largest
+    assert incremental(db, env.sessions) == rebuilt(env.sessions)
+
+
 def test_concurrent_updates_do_not_corrupt_the_index(env: Env) -> None:
     corpus(env.sessions, 1500)
     procs = [subprocess.Popen([sys.executable, "-m", "harnesskit", "index", "-q"], env=_environ(env),
