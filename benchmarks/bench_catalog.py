@@ -2,11 +2,13 @@
 with no change, and updated after one appended turn; against the json.loads-only rate of the same
 bytes, measured in the same run.
 
-    python benchmarks/bench_catalog.py [--sessions 100000] [--dirs 100] [--out benchmarks/out/catalog]
+    python benchmarks/bench_catalog.py [--sessions 100000] [--dirs 100] [--updates 100] [--out benchmarks/out/catalog]
 
 Targets: from scratch at >= 1x the json.loads rate of the files' bytes (with its worker process
 reading while the command inserts, and in one process); a no-change update <= 1 s;
-one appended turn <= 50 ms (the update itself, measured inside one process, as `search` pays it).
+one appended turn <= 50 ms (the update itself, measured inside one process, as `search` pays it),
+in each of `--updates` consecutive ones (a turn appended to another file each time), so that the
+one in which a WAL checkpoint or an FTS5 merge lands is among them: the target holds for the max.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import random
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -108,6 +111,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=100_000)
     parser.add_argument("--dirs", type=int, default=100)
+    parser.add_argument("--updates", type=int, default=100, help="one-file updates measured one after another")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "catalog")
     args = parser.parse_args()
     home = args.out / "home"
@@ -145,10 +149,13 @@ def main() -> None:
         for line in turn(random.Random(1), 900, last["id"], 1_800_000_000_000):
             fp.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
     appended = timed(lambda: catalog.update(conn, [], directories=directories))
-    with target.open("ab") as fp:
-        for line in turn(random.Random(2), 950, None, 1_800_000_000_500):
-            fp.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
-    one_file = timed(lambda: catalog.update(conn, [catalog.Source(target)], partial=True))
+    one_file = []
+    for i, path in enumerate(random.Random(3).sample(paths, min(args.updates, len(paths)))):
+        last = json.loads(path.read_bytes().splitlines()[-1])
+        with path.open("ab") as fp:
+            for line in turn(random.Random(i), 950, last["id"], 1_800_000_000_500):
+                fp.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
+        one_file.append(timed(lambda p=path: catalog.update(conn, [catalog.Source(p)], partial=True)))
     conn.close()
     cpu_started = time.process_time()
     again, size = json_loads_rate(paths)
@@ -168,7 +175,9 @@ def main() -> None:
           f"{'':>24}  (listing and stat of every file included)")
     print(f"{'update of all after one appended turn':<44} {appended * 1000:>7.1f}ms")
     print(f"{'  its cost over no change':<44} {(appended - in_process) * 1000:>7.1f}ms")
-    print(f"{'update of that one file (index FILE)':<44} {one_file * 1000:>7.1f}ms {'':>8} {'':>14}  (target <= 50 ms)")
+    print(f"{f'update of one such file (index FILE), {len(one_file)}x':<44} {max(one_file) * 1000:>7.1f}ms"
+          f" {'max':>8} {'':>14}  (target <= 50 ms)")
+    print(f"{'  their median':<44} {statistics.median(one_file) * 1000:>7.1f}ms")
 
 
 if __name__ == "__main__":

@@ -310,6 +310,71 @@ def test_merging_left_paused_by_a_killed_bulk_run_is_set_back_by_the_next_update
     assert incremental(db, env.sessions) == rebuilt(env.sessions)
 
 
+def _frames(reader: sqlite3.Connection) -> int:
+    """The frames in the WAL (all of them copied into the database by this PASSIVE checkpoint, so
+    that the next writer starts the WAL over: then it holds what that writer wrote)."""
+    busy, frames, copied = reader.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert busy == 0 and frames == copied
+    return frames
+
+
+def test_after_a_bulk_index_each_one_file_update_writes_only_its_own_pages(env: Env,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A from-scratch run of many transactions (paused merging, a segment each) merges its FTS5
+    segments itself: none of the one-file updates after it (16 are enough for the 16th level-0
+    segment) merges them all at once, so none writes (and then checkpoints) much more than its own
+    turn. A connection held open keeps the WAL between the commands, as a concurrent one would."""
+    monkeypatch.setattr(catalog, "COMMIT_BYTES", 1 << 20)
+    made = corpus(env.sessions, 4000, cwds=tuple(f"/w/{i}" for i in range(20)))
+    db = env.home / "index.sqlite"
+    catalog.open_catalog(db)[0].close()
+    reader = sqlite3.connect(db)
+    try:
+        assert invoke("index", "-q").exit_code == 0
+        _frames(reader)
+        # one FTS5 segment left (segment ids are the high bits of the rowids of its data table, from
+        # 1 << 37; 0-10 hold its structure), where each commit left one (eight here)
+        assert reader.execute("SELECT count(DISTINCT id >> 37) FROM messages_fts_data WHERE id >= 1 << 37"
+                              ).fetchone() == (1,)
+        written = []
+        for i, m in enumerate(made[:20]):
+            m.append(turn(random.Random(i), 300, m.lines[-1]["id"], START_MS + 10**7, "appendedturn"))
+            assert invoke("index", "-q", m.path).exit_code == 0
+            written.append(_frames(reader))
+        assert len(reader.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'appendedturn'")
+                   .fetchall()) == 40
+    finally:
+        reader.close()
+    assert max(written) <= 40, written  # one turn: 14-20 pages of 16 KiB (68 when one merged them all)
+
+
+def test_many_small_updates_in_one_connection_keep_the_wal_small(env: Env) -> None:
+    """One connection making one-file updates one after another (as `search` after each turn of a
+    chat): its commits checkpoint the WAL every CHECKPOINT_PAGES pages, so that no checkpoint,
+    whichever update it lands in, copies more than a couple of MB (SQLite's default, 1000 pages,
+    let the WAL grow to 16 MB first)."""
+    made = corpus(env.sessions, 200)
+    db = env.home / "index.sqlite"
+    assert invoke("index", "-q").exit_code == 0
+    wal = Path(f"{db}-wal")
+    conn, _ = catalog.open_catalog(db)
+    largest = 0
+    try:
+        for i, m in enumerate(made):
+            m.append(turn(random.Random(i), 300, m.lines[-1]["id"], START_MS + 10**7))
+            catalog.update(conn, [catalog.Source(m.path)], partial=True)
+            largest = max(largest, wal.stat().st_size)
+    finally:
+        conn.close()
+    listing = catalog.open_existing(db)  # `list`'s connection, which writes too
+    assert listing is not None
+    assert listing.execute("PRAGMA wal_autocheckpoint").fetchone() == (catalog.CHECKPOINT_PAGES,)
+    listing.close()
+    assert catalog.CHECKPOINT_PAGES * catalog.PAGE_SIZE <= 4 << 20
+    assert largest <= 4 << 20, largest
+    assert incremental(db, env.sessions) == rebuilt(env.sessions)
+
+
 def test_concurrent_updates_do_not_corrupt_the_index(env: Env) -> None:
     corpus(env.sessions, 1500)
     procs = [subprocess.Popen([sys.executable, "-m", "harnesskit", "index", "-q"], env=_environ(env),
