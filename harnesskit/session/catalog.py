@@ -1156,7 +1156,8 @@ def _add_new(conn: sqlite3.Connection, items: list[tuple[str, str, int, int, int
         if paused:  # merging back on, and this run's segments merged by this run (see _OPTIMIZE)
             with _writing(conn):
                 conn.execute(_AUTOMERGE, (_AUTOMERGE_DEFAULT,))
-                conn.execute(_OPTIMIZE)
+                if message == 1:  # from scratch: optimize would merge an older index's segments too (its whole size)
+                    conn.execute(_OPTIMIZE)
             paused = False
         return done
     finally:
