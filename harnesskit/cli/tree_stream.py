@@ -317,7 +317,7 @@ def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagno
         return None
     here, worker = started
     first = stream.first_of_two(cut)
-    theirs = Columns()
+    theirs = Columns()  # the worker's labels and name (its ids, parentIds and lines go on the parent's)
     diagnostics: list[Diagnostic] | None = None
     kept = False
     try:  # (Ctrl-C reaches both processes: each stops, and the worker is reaped here)
@@ -326,6 +326,7 @@ def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagno
         base = mine.next_line - 1
         by_id, links = links_of(columns.ids, columns.parents, columns.by_id)  # while the worker reads on
         columns.by_id = None
+        offset = len(columns.ids)
         across = False  # an id of the worker's half is in this one (then Tree.from_columns says where)
         try:
             while diagnostics is None:  # (the worker's batches come as it reads: most are here already)
@@ -333,12 +334,14 @@ def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagno
                 if type(message) is tuple:  # the last: the worker's diagnostics and links
                     diagnostics, their_links = message
                 else:
-                    theirs.extend(message, 0)
+                    columns.ids += message.ids
+                    columns.parents += message.parents
+                    columns.lines += array("q", map(base.__add__, message.lines))
+                    theirs.extend(Columns(labels=message.labels, name=message.name), 0)
                     across = across or not by_id.keys().isdisjoint(message.ids)
         except (EOFError, OSError, pickle.UnpicklingError):  # the worker died: read its half here
-            pass
+            del columns.ids[offset:], columns.parents[offset:], columns.lines[offset:]
         if diagnostics is not None:
-            offset = len(columns.ids)
             columns.extend(theirs, base)
             columns.remote = Remote(here, worker, offset, stream, cut, base + 1,
                                     None if across else (by_id, links, their_links))
