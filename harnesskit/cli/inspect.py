@@ -501,13 +501,13 @@ def streamed_tree_lines(stream: Stream, cols: int) -> Iterator[str | Checked]:
 
     columns = read_columns(stream, cols, lambda d: warn_diagnostic(stream.path, d))
     try:  # (a worker that draws its half is ended however this ends)
-        parent_at, diagnostics = shape(columns)
+        parent_at, diagnostics, starts = shape(columns)
         for d in diagnostics:
             warn_diagnostic(stream.path, d)
         labels = {target: label for target, label in columns.labels.items() if label is not None}
         name = None if columns.name is UNNAMED else columns.name
         yield fit_line(describe(stream.dialect, stream.header, len(columns.ids), name), cols)  # type: ignore[arg-type]
-        yield from draw(columns, cols, parent_at, labels)
+        yield from draw(columns, cols, parent_at, labels, starts)
     finally:
         release(columns)
 

@@ -431,11 +431,12 @@ def _worker(stream: Stream, cut: int, width: int, conn: Connection) -> None:
         return
 
 
-def shape(columns: Columns) -> tuple[array, list[Diagnostic]]:
+def shape(columns: Columns) -> tuple[array, list[Diagnostic], list[int] | None]:
     """Each entry's parent position (-1: none) and the tree's diagnostics, as `Tree.from_columns` finds them:
     from two processes, joined from the links each found in its own half (`links_of`, the worker's while
     the parent collected its own), so neither the index of a million ids nor most lookups are made after
-    the reading; from_columns itself for one process, or when an id is there twice."""
+    the reading; from_columns itself for one process, or when an id is there twice. Third: the starts
+    of the runs (`_breaks`), when known (from the halves)."""
     remote = columns.remote
     if remote is not None and remote.links is not None:
         by_id, mine, theirs = remote.links
@@ -446,27 +447,28 @@ def shape(columns: Columns) -> tuple[array, list[Diagnostic]]:
             return joined
     tree = Tree.from_columns(columns.ids, columns.parents, [], columns.lines, [])
     assert tree.parent_at is not None
-    return tree.parent_at, tree.diagnostics
+    return tree.parent_at, tree.diagnostics, None
 
 
-def draw(columns: Columns, width: int, parent_of: array, labels: dict[str, str]) -> Iterator[Checked]:
+def draw(columns: Columns, width: int, parent_of: array, labels: dict[str, str], starts: list[int] | None = None
+         ) -> Iterator[Checked]:
     """render.draw_columns of every entry (the same lines), as chunks of encoded lines: `Checked`, as every
     text in them went through `visible` or is printable (emit's guard would change no byte). `parent_of`
-    is each entry's parent position (`shape`). The walk is cut into segments of at most CHUNK lines of one
-    half; the worker's are drawn by the worker meanwhile (groups of consecutive ones, a message each) and
-    printed here in their turn."""
+    is each entry's parent position, `starts` where it is not the entry before (`shape`; None: found
+    here). The walk is cut into segments of at most CHUNK lines of one half; the worker's are drawn by
+    the worker meanwhile (groups of consecutive ones, a message each) and printed here in their turn."""
     stamps = columns.stamps  # (from two processes, those of the parent's half: the worker's are asked for)
     leaf = columns.ids[-1] if columns.ids else None  # the last entry in file order, as pi
     remote = columns.remote
     mine = _renderer(columns, width, labels, leaf)
     if remote is None:
-        yield from map(Checked, mine(_segments(_runs(parent_of, lambda pos: iso_to_ms(stamps[pos])), width,
-                                               len(parent_of))))
+        yield from map(Checked, mine(_segments(_runs(parent_of, lambda pos: iso_to_ms(stamps[pos]),
+                                                     _breaks(parent_of, starts)), width, len(parent_of))))
         return
     offset = remote.offset
     conn = remote.conn
     here = None  # draws the worker's half read here, once the worker is lost
-    breaks = _breaks(parent_of)
+    breaks = _breaks(parent_of, starts)
     asked = [pos - offset for pos in _sorted_siblings(parent_of, breaks) if pos >= offset]
     try:
         conn.send_bytes(pickle.dumps(asked, protocol=pickle.HIGHEST_PROTOCOL))
@@ -616,13 +618,16 @@ def _sliced(lead: str, body: str, room: int) -> str:
     return lead + body if len(body) <= room else lead + body[:room - 1] + ELLIPSIS
 
 
-def _breaks(parent_of: array) -> tuple[list[int], dict[int, list[int]]]:
-    """The roots, and the `jumps` (each entry's children but the entry after it), in file order."""
+def _breaks(parent_of: array, starts: Iterable[int] | None = None) -> tuple[list[int], dict[int, list[int]]]:
+    """The roots, and the `jumps` (each entry's children but the entry after it), in file order, from the
+    `starts` (the first entry and those whose parent is not the one before: found here when not given)."""
     n = len(parent_of)
     roots: list[int] = []
     jumps: dict[int, list[int]] = {}
-    starts = compress(range(1, n), map(operator.ne, itertools.islice(parent_of, 1, None), range(n - 1)))
-    for pos in itertools.chain([0] if n else [], starts):  # file order: children in file order, as Tree.children
+    if starts is None:
+        starts = itertools.chain([0] if n else [], compress(range(1, n), map(
+            operator.ne, itertools.islice(parent_of, 1, None), range(n - 1))))
+    for pos in starts:  # file order: children in file order, as Tree.children
         parent = parent_of[pos]
         if parent < 0:
             roots.append(pos)

@@ -230,10 +230,12 @@ def _cycles(forward: Iterable[int], parent_at: array, ids: Sequence[str | None],
 class Links:
     """How a run of entries (a process's half of a file) links among themselves, found where their ids
     are (`links_of`), so that two processes share the work of `Tree.from_columns`; `join_halves` puts
-    two together. Only a run with no id twice is linked: from_columns says where an id repeats."""
+    two together. Only a run with no id twice is linked: from_columns says where an id repeats. Most
+    entries' parent is the entry just before them: only the others (the starts) are listed."""
 
     unique: bool
-    targets: array = field(default_factory=lambda: array("q"))  # parent position among them (-1: none there)
+    starts: list[int] = field(default_factory=list)  # the first entry, and those whose parent is not the one before
+    to: array = field(default_factory=lambda: array("q"))  # their parents' positions among the run (-1: none there)
     misses: list[int] = field(default_factory=list)  # positions whose parentId is a string naming none of them
     forward: list[int] = field(default_factory=list)  # positions whose parent is not earlier among them
 
@@ -249,24 +251,32 @@ def links_of(ids: list[str | None], parents: list[str | None], by_id: dict[str |
     if len(by_id) + ids.count(None) < n:
         return {}, Links(False)
     targets = _parent_positions(ids, parents, by_id, True)
-    misses = [pos for pos in compress(range(n), map((-1).__eq__, targets)) if parents[pos] is not None]
-    return by_id, Links(True, targets, misses, list(compress(range(n), map(operator.ge, targets, range(n)))))
+    starts = [0] if n else []
+    starts += compress(range(1, n), map(operator.ne, itertools.islice(targets, 1, None), range(n - 1)))
+    to = array("q", map(targets.__getitem__, starts))
+    # (a miss, a root and a forward parent are never the entry before: all are among the starts)
+    misses = [pos for pos, target in zip(starts, to, strict=True) if target < 0 and parents[pos] is not None]
+    forward = [pos for pos, target in zip(starts, to, strict=True) if target >= pos]
+    return by_id, Links(True, starts, to, misses, forward)
 
 
 def join_halves(ids: list[str | None], parents: list[str | None], lines: Sequence[int], cut: int,
                 first_by_id: dict[str, int], first: Links, second: Links, across: bool | None = None
-                ) -> tuple[array, list[Diagnostic]] | None:
+                ) -> tuple[array, list[Diagnostic], list[int]] | None:
     """What `Tree.from_columns` finds of these columns (each entry's parent position, and its diagnostics
     in the same order) from the Links of the entries before `cut` (whose by_id is `first_by_id`) and of
-    those from `cut` on (positions counted from `cut`). None when an id is there twice, in a half or
-    across the cut: from_columns then says where, and which one parentIds link to. `across`: whether an id
-    of the second half is in the first, when the caller looked (as the second half's ids came)."""
+    those from `cut` on (positions counted from `cut`), with the starts of the whole (the first entry
+    and those whose parent is not the one before). None when an id is there twice, in a half or across
+    the cut: from_columns then says where, and which one parentIds link to. `across`: whether an id of
+    the second half is in the first, when the caller looked (as the second half's ids came)."""
     n = len(ids)
     if across is None:
         across = not first_by_id.keys().isdisjoint(itertools.islice(ids, cut, None))
     if across or not (first.unique and second.unique):
         return None
-    parent_at = array("q", first.targets)
+    parent_at = array("q", range(-1, n - 1))  # the entry before, but at the starts
+    for pos, target in zip(first.starts, first.to, strict=True):
+        parent_at[pos] = target
     forward = list(first.forward)
     dangling: list[int] = []
     if first.misses:  # a parent later in the file, beyond the cut (rare: the second half's ids indexed here)
@@ -279,20 +289,21 @@ def join_halves(ids: list[str | None], parents: list[str | None], lines: Sequenc
                 parent_at[pos] = target
                 forward.append(pos)
         forward.sort()
-    theirs = array("q", map(cut.__add__, second.targets))
-    for pos in compress(range(len(theirs)), map((-1).__eq__, second.targets)):
-        theirs[pos] = -1  # a root (the misses are looked up below)
+    for pos, target in zip(second.starts, second.to, strict=True):
+        parent_at[cut + pos] = target + cut if target >= 0 else -1
     for pos in second.misses:
         target = first_by_id.get(parents[cut + pos], -1)  # type: ignore[arg-type]
-        theirs[pos] = target
+        parent_at[cut + pos] = target
         if target < 0:
             dangling.append(cut + pos)
-    parent_at += theirs
     diagnostics: list[Diagnostic] = [
         diagnostic(lines[pos], -1, f"parentId {parents[pos]} names no entry; treated as a root", "dangling-parent",
                    "warning") for pos in dangling]
     _cycles([*forward, *map(cut.__add__, second.forward)], parent_at, ids, lines, diagnostics)
-    return parent_at, diagnostics
+    # the second half's first entry may be the child of the first half's last: then no start
+    starts = [*first.starts, *(cut + pos for pos in second.starts
+                               if cut + pos == 0 or parent_at[cut + pos] != cut + pos - 1)]
+    return parent_at, diagnostics, starts
 
 
 def _parent_positions(ids: list[str | None], parents: list[str | None], by_id: dict[str, int], unique: bool) -> array:

@@ -107,7 +107,9 @@ def test_halves_join_as_from_columns(n: int, changes: list[tuple[int, str, int]]
         assert joined is None
         return
     assert joined is not None
-    assert joined == (tree.parent_at, tree.diagnostics)
+    parent_at, diagnostics, starts = joined
+    assert (parent_at, diagnostics) == (tree.parent_at, tree.diagnostics)
+    assert starts == [pos for pos in range(n) if pos == 0 or parent_at[pos] != pos - 1]
 
 
 @settings(max_examples=400, deadline=None)
