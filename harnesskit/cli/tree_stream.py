@@ -32,7 +32,7 @@ import sys
 import threading
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import compress
 from typing import TYPE_CHECKING
@@ -286,6 +286,20 @@ def read_columns(stream: Stream, width: int, on_diagnostic: Callable[[Diagnostic
     return collect(stream, width, Columns(), on_diagnostic)
 
 
+class Renumbered(Sequence[int]):
+    """Line numbers of both halves, the worker's counted from its first line and numbered in the file
+    only when read: the tree reads a few (where its diagnostics point), not half a million."""
+
+    def __init__(self, lines: array, offset: int, base: int) -> None:
+        self.lines, self.offset, self.base = lines, offset, base
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def __getitem__(self, pos: int) -> int:  # type: ignore[override]
+        return self.lines[pos] + self.base if pos >= self.offset else self.lines[pos]
+
+
 @dataclass
 class Remote:
     """The worker holding the bodies of the entries from position `offset` on (the file from `cut`)."""
@@ -336,7 +350,7 @@ def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagno
                 else:
                     columns.ids += message.ids
                     columns.parents += message.parents
-                    columns.lines += array("q", map(base.__add__, message.lines))
+                    columns.lines += message.lines  # (numbered from the worker's first: see `Renumbered`)
                     theirs.extend(Columns(labels=message.labels, name=message.name), 0)
                     across = across or not by_id.keys().isdisjoint(message.ids)
         except (EOFError, OSError, pickle.UnpicklingError):  # the worker died: read its half here
@@ -438,14 +452,17 @@ def shape(columns: Columns) -> tuple[array, list[Diagnostic], list[int] | None]:
     the reading; from_columns itself for one process, or when an id is there twice. Third: the starts
     of the runs (`_breaks`), when known (from the halves)."""
     remote = columns.remote
-    if remote is not None and remote.links is not None:
-        by_id, mine, theirs = remote.links
-        remote.links = None  # (the parent's half's by_id goes with it)
-        joined = join_halves(columns.ids, columns.parents, columns.lines, remote.offset, by_id, mine, theirs,
-                             across=False)  # (_split looked at each batch of the worker's ids as it came)
-        if joined is not None:
-            return joined
-    tree = Tree.from_columns(columns.ids, columns.parents, [], columns.lines, [])
+    lines: Sequence[int] = columns.lines
+    if remote is not None:
+        lines = Renumbered(columns.lines, remote.offset, remote.first_line - 1)
+        if remote.links is not None:
+            by_id, mine, theirs = remote.links
+            remote.links = None  # (the parent's half's by_id goes with it)
+            joined = join_halves(columns.ids, columns.parents, lines, remote.offset, by_id, mine, theirs,
+                                 across=False)  # (_split looked at each batch of the worker's ids as it came)
+            if joined is not None:
+                return joined
+    tree = Tree.from_columns(columns.ids, columns.parents, [], lines, [])
     assert tree.parent_at is not None
     return tree.parent_at, tree.diagnostics, None
 
