@@ -386,6 +386,9 @@ class _Sender:
     def put(self, message: object) -> None:
         self._queue.put(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
 
+    def put_bytes(self, data: bytes) -> None:
+        self._queue.put(data)
+
     def _send(self, conn: Connection) -> None:
         try:
             while (data := self._queue.get()) is not None:
@@ -436,11 +439,11 @@ def _worker(stream: Stream, cut: int, width: int, conn: Connection) -> None:
             return
         labels, leaf, groups = request
         render = _renderer(columns, width, labels, leaf, joined=False)
-        drawn = [list(render(group)) for group in groups]  # all of them (the parent prints its own meanwhile)
+        sender = _Sender(conn)  # each group on its way once drawn: the parent takes it in its turn
+        for group in groups:
+            sender.put_bytes(b"".join([b"\n".join(lines) for lines in render(group)]))
         del columns, render
-        for chunks in drawn:
-            conn.send_bytes(b"".join([b"\n".join(lines) for lines in chunks]))
-            chunks.clear()
+        sender.close()
     except BaseException:  # noqa: BLE001 - no traceback on the user's terminal (Ctrl-C: the parent reports it)
         return
 
@@ -569,9 +572,9 @@ def _segments(runs: Iterator[tuple[int, int, str, str]], width: int, cut: int) -
 def _renderer(columns: Columns, width: int, labels: dict[str, str], leaf: str | None, joined: bool = True
               ) -> Callable[[Iterable[tuple[int, int, str, str]]], Iterator[bytes]]:
     """What draws segments of `columns`' entries: their lines, encoded, in chunks of about CHUNK lines.
-    Not `joined` (the worker, which holds all its lines until their turn), each body is dropped once
-    drawn, and the lines stay apart until sent: they take the memory the bodies leave (objects of a
-    size; a joined chunk would be new memory)."""
+    Not `joined` (the worker, which holds its drawn groups until the parent takes them in their turn),
+    each body is dropped once drawn, and the lines stay apart until the group is drawn: they take the
+    memory the bodies leave (objects of a size; a joined chunk would be new memory)."""
     ids, bodies, marks_at = columns.ids, columns.bodies, columns.marks_at
     n = len(bodies)  # (from two processes, the parent's ids go on beyond its bodies)
     slow = columns.slow if width >= 4 else bytearray(b"\x01") * n  # (a lead of "…" leaves no room to slice)
