@@ -326,6 +326,10 @@ def release(columns: Columns) -> None:
 
 def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagnostic], None]) -> Columns | None:
     """The columns from two processes; None when no worker could start (nothing read yet)."""
+    # the display widths' tables (wcwidth, some 40 modules) imported once, before the fork, not by
+    # both processes at their first wide character: the same time, and no import for a Ctrl-C to meet
+    # (one landing as an import ends is reported by CPython as an ignored exception, a traceback)
+    char_width("→")
     started = split.fork_worker(_worker, (stream, cut, width), duplex=True)
     if started is None:
         return None
