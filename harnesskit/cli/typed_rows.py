@@ -18,7 +18,7 @@ from harnesskit.session import typed
 from harnesskit.session.typed import Assistant, Image, Text, ToolCall, ToolResult, User
 from harnesskit.text import one_line, squeezed
 
-from .table import fit
+from .table import _NARROW, ELLIPSIS, fit_measured
 
 _ROLES = {User: b'"user"', Assistant: b'"assistant"', ToolResult: b'"toolResult"'}  # as JSON: inspect._LANE_ROW
 
@@ -66,8 +66,15 @@ def message_summary(message: User | Assistant | ToolResult, limit: int) -> str:
 
 
 def json_facts(limit: int):  # noqa: ANN201 - the lane's reader, for Stream.fast
-    """Stream.fast for --json: a line -> (id, parentId, role as JSON bytes, summary cut to `limit`), or None."""
+    """Stream.fast for --json: a line -> (id, parentId, role as JSON bytes, summary cut to `limit`), or None.
+
+    message_summary and fit(summary, limit), the common cases inline (a call costs as much as their
+    work): one text block, and a cut by length where every character takes one column. A summary's
+    marks (→ ✗) are the only characters beyond ASCII of most rows; they take one column once
+    table.char_width has measured them (in `_NARROW`): then only ASCII around them needs no measure."""
     decode, refused, entry_class, roles = typed.decode, typed.Refused, typed.MessageEntry, _ROLES
+    text_class, result_class, assistant_class = Text, ToolResult, Assistant
+    narrow, measured, room, keep = _NARROW, fit_measured, limit + 8, limit - 1
 
     def facts(content: bytes) -> tuple[str, str | None, bytes, str] | None:
         try:
@@ -77,10 +84,33 @@ def json_facts(limit: int):  # noqa: ANN201 - the lane's reader, for Stream.fast
         if entry.__class__ is not entry_class:
             return None
         message = entry.message
-        try:
-            summary = message_summary(message, limit)
-        except TypeError:  # (see blocks_text)
-            return None
-        return entry.id, entry.parentId, roles[message.__class__], fit(summary, limit)
+        kind = message.__class__
+        blocks = message.content
+        if blocks.__class__ is list and len(blocks) == 1 and blocks[0].__class__ is text_class:  # (blocks_text)
+            text = blocks[0].text
+            body = squeezed(text) if len(text) <= room else one_line(text, limit)
+        else:
+            try:
+                body = blocks_text(blocks, limit)
+            except TypeError:  # (see blocks_text)
+                return None
+        if kind is result_class:  # (message_summary)
+            mark = "✗" if message.isError else "→"
+            summary = f"{message.toolName} {mark} {body}"
+            plain = mark in narrow and body.isascii() and message.toolName.isascii()  # one column each
+        else:
+            if kind is assistant_class:
+                stop = message.stopReason
+                if stop == "error" or stop == "aborted":
+                    body = f"[{stop}: {one_line(message.errorMessage or stop, limit)}] {body}".rstrip()
+            summary = body
+            plain = None
+        if len(summary) * 2 > limit:  # (fit: it may take more than `limit` columns)
+            if plain or summary.isascii() or ("→" in narrow and summary.replace("→", "").isascii()):
+                if len(summary) > limit:
+                    summary = summary[:keep] + ELLIPSIS
+            else:
+                summary = measured(summary, limit)[0]
+        return entry.id, entry.parentId, roles[kind], summary
 
     return facts

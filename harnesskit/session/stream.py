@@ -75,31 +75,39 @@ class Stream:
             outside = watch.outside if watch is not None else None
             number = self._next_line - 1
             fast = self.fast if migrator is None else None
+            lane, later = (fast, None) if take is None else (None, fast)  # (`take` is offered a line first)
             for number, raw in enumerate(fp, self._next_line):
-                size = len(raw)
-                if take is not None and raw[-1] == 10 and take(raw, number):
-                    offset += size
-                    continue
-                terminated = raw[-1:] == b"\n"
-                content = raw[:-1] if terminated else raw
-                if content[-1:] == b"\r":
-                    content = content[:-1]
-                row = fast(content) if fast is not None and terminated else None
-                if row is not None:  # (entry_id, parent, ...) of a line `fast` proved an entry
-                    entry, entry_id, parent = row, row[0], row[1]
-                else:
-                    try:
-                        value = loads(content) if terminated else None  # the reader warns of a missing newline
-                    except decode_error:
-                        value = None
-                    kind = value.get("type") if type(value) is dict else None
-                    if type(kind) is not str or kind == "session" or kind == "header":  # maybe a header
-                        entry = None
+                entry = None
+                if lane is not None and raw[-1] == 10:  # the lane first, in few steps: most lines of a v3 file
+                    content = raw[:-1]
+                    if content[-1:] == b"\r":
+                        content = content[:-1]
+                    entry = lane(content)
+                    if entry is not None:  # (entry_id, parent, ...) of a line `fast` proved an entry
+                        entry_id, parent = entry[0], entry[1]
+                if entry is None:  # (a line the lane refused, or every line without one)
+                    size = len(raw)
+                    if take is not None and raw[-1] == 10 and take(raw, number):
+                        offset += size
+                        continue
+                    terminated = raw[-1:] == b"\n"
+                    content = raw[:-1] if terminated else raw
+                    if content[-1:] == b"\r":
+                        content = content[:-1]
+                    row = later(content) if later is not None and terminated else None
+                    if row is not None:
+                        entry, entry_id, parent = row, row[0], row[1]
                     else:
-                        entry = value if migrator is None else migrator.entry(value, number)
-                        entry_id, parent = entry.get("id"), entry.get("parentId")
+                        try:
+                            value = loads(content) if terminated else None  # the reader warns of a missing newline
+                        except decode_error:
+                            value = None
+                        kind = value.get("type") if type(value) is dict else None
+                        if type(kind) is str and kind != "session" and kind != "header":  # (else maybe a header)
+                            entry = value if migrator is None else migrator.entry(value, number)
+                            entry_id, parent = entry.get("id"), entry.get("parentId")
                 if entry is not None:
-                    offset += size
+                    offset += len(raw)
                     if watch is not None:  # TreeWatch.add, inline
                         if parent is not None and (parent != last or type(parent) is not str) and \
                                 type(parent) is str and _key(parent) not in seen:

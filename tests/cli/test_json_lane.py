@@ -210,3 +210,42 @@ def test_ids_and_roles_the_lane_writes_into_its_row(run, tmp_path: Path, monkeyp
     out = assert_same(run, path, monkeypatch)
     assert len(taken) == len(odd_ids)
     assert [json.loads(row)["id"] for row in out.splitlines()[1:]] == odd_ids
+
+
+def _result(text: str, name: str = "bash", error: bool = False) -> dict:
+    return {"role": "toolResult", "toolCallId": "c1", "toolName": name, "content": [{"type": "text", "text": text}],
+            "isError": error, "timestamp": 1}
+
+
+#: summaries the lane cuts by length once its marks (→ ✗) are measured as one column, next to ones it
+#: must measure: wide, combining and zero-width characters before, at and after the cut, in the tool's
+#: name, the result's text and the call's arguments
+CUTS = [
+    _result(LONG), _result(LONG, error=True), _result("x" * 236), _result("x" * 237), _result("x" * 238),
+    _result("y" * 500, name="read"), _result("漢" + LONG), _result(LONG + "漢" * 200), _result("a → b " * 60),
+    _result("a ✗ b " * 60, error=True), _result("x" * 230 + "漢字かな" * 5), _result("e\u0301" * 200),
+    _result(LONG, name="漢字"), _result(LONG, name="t\u200b"), _result("\u200b" * 300), _result("é" * 300),
+    _assistant([_call({"command": "ls " * 100})]), _assistant([_call({"c": "x" * 300}), _call({"d": 1})]),
+    _assistant([_call({"s": "漢" * 300})]), _assistant([_call({"s": "x" * 200 + "漢" * 60})]),
+    _assistant([{"type": "text", "text": "→ " * 200}]), _assistant([{"type": "thinking", "thinking": "x"},
+                                                                    _call({"s": "→✗" * 150})]),
+    {"role": "user", "content": "→" * 300}, {"role": "user", "content": "✗ " * 200},
+]
+
+
+def test_the_lane_cuts_by_length_only_what_takes_one_column_a_character(run, tmp_path: Path,  # noqa: ANN001
+                                                                         monkeypatch: pytest.MonkeyPatch,
+                                                                         taken: list[int]) -> None:
+    from harnesskit.cli import table
+
+    entries, parent = [], None
+    for i, message in enumerate(CUTS * 2):  # twice: the second time the marks are measured already
+        entries.append({"type": "message", "id": f"{i:08x}", "parentId": parent, "timestamp": "t", "message": message})
+        parent = entries[-1]["id"]
+    path = write_lines(tmp_path / "s.jsonl", [HEADER, *entries])
+    out = assert_same(run, path, monkeypatch)
+    assert len(taken) == 2 * len(CUTS)
+    assert {"→", "✗"} <= table._NARROW
+    summaries = [json.loads(row)["summary"] for row in out.splitlines()[1:]]
+    assert summaries[:len(CUTS)] == summaries[len(CUTS):]
+    assert sum(s.endswith("…") for s in summaries) > len(CUTS)
