@@ -80,13 +80,17 @@ def bounds(fd: int, start: int, end: int, size: int | None = None, odd: float = 
 
 
 def rows(stream: Stream, body: Body, carry: C, fresh: Callable[[], C], watch: TreeWatch,
-         on_diagnostic: Callable[[Diagnostic], None], out: Handover | None = None) -> Iterator[bytes] | None:
+         on_diagnostic: Callable[[Diagnostic], None], out: Handover | None = None,
+         before_fork: Callable[[], object] | None = None) -> Iterator[bytes] | None:
     """The rows of `stream` from two processes, or None when it should be read by one (see the module
     doc): a legacy file (its migration runs in file order), a small file, no second core. `body`
     renders a block's items into `carry` (the parent's, `fresh()` ones in the worker). With `out`, the
-    worker's blocks are printed by the worker itself, and not among the chunks returned."""
+    worker's blocks are printed by the worker itself, and not among the chunks returned. `before_fork`:
+    what to import before the worker starts (a Ctrl-C landing as an import ends prints a traceback)."""
     if stream.dialect.legacy or split.split_point(stream._fp, stream._offset) is None:
         return None
+    if before_fork is not None:
+        before_fork()
     return _rows(stream, body, carry, fresh, watch, on_diagnostic, out)
 
 

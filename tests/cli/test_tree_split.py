@@ -340,32 +340,32 @@ def test_ctrl_c_stops_both_processes(tmp_path: Path) -> None:
         assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
 
 
-def test_no_import_once_the_worker_runs(tmp_path: Path) -> None:
-    """Nothing is imported by the parent from the fork on (wcwidth's tables, 40 modules, were imported
-    at the first wide character): a Ctrl-C landing as an import ends is printed by CPython as an ignored
-    exception with its traceback, which test_ctrl_c_stops_both_processes met under load. A fresh
-    interpreter, so that no other test has imported anything first."""
+@pytest.mark.parametrize("mode", ["--tree", "--json", "--table"])
+def test_no_import_once_the_worker_runs(tmp_path: Path, mode: str) -> None:
+    """Nothing is imported by the parent from the fork on, in `--tree` and in the table and `--json`
+    (interleave) alike (wcwidth's tables, 40 modules, were imported at the first wide character): a
+    Ctrl-C landing as an import ends is printed by CPython as an ignored exception with its traceback,
+    which test_ctrl_c_stops_both_processes met under load. A fresh interpreter, so that no other test
+    has imported anything first."""
     path = generate.generate(tmp_path / "s.jsonl", 2000, seed=11)
-    assert "→" in path.read_text()  # (what makes the drawing measure display widths)
+    assert "→" in path.read_text()  # (what makes the rows measure display widths)
     script = """
-import sys
+import atexit, sys
 from harnesskit.session import split
-from harnesskit.cli import tree_stream
-forked, fork, draw = {}, split.fork_worker, tree_stream.draw
+forked, fork = {}, split.fork_worker
 def forking(*args, **kwargs):
     started = fork(*args, **kwargs)
     forked["modules"] = set(sys.modules)
     return started
-def drawing(*args, **kwargs):
-    yield from draw(*args, **kwargs)
-    print(sorted(set(sys.modules) - forked["modules"]), file=sys.stderr)
-split.fork_worker, tree_stream.draw = forking, drawing
+split.fork_worker = forking
+atexit.register(lambda: print(sorted(set(sys.modules) - forked["modules"]), file=sys.stderr))
 from harnesskit.cli import main
-sys.argv = ["harnesskit", "inspect", sys.argv[1], "--tree"]
+sys.argv = ["harnesskit", "inspect", *sys.argv[1:]]
 main()
 """
-    env = {**os.environ, "HARNESSKIT_SPLIT": "1", "HARNESSKIT_SPLIT_MIN_BYTES": "0"}
-    done = subprocess.run([sys.executable, "-c", script, str(path)], env=env, capture_output=True, text=True,
+    env = {**os.environ, "HARNESSKIT_SPLIT": "1", "HARNESSKIT_SPLIT_MIN_BYTES": "0", "COLUMNS": "100"}
+    argv = [str(path)] + ([] if mode == "--table" else [mode])
+    done = subprocess.run([sys.executable, "-c", script, *argv], env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip() == "[]"
