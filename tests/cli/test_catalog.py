@@ -348,6 +348,33 @@ def test_after_a_bulk_index_each_one_file_update_writes_only_its_own_pages(env: 
     assert max(written) <= 40, written  # one turn: 14-20 pages of 16 KiB (68 when one merged them all)
 
 
+def test_a_bulk_run_onto_an_index_with_rows_leaves_its_segments_to_merging(env: Env,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a run from scratch merges the FTS5 index into one segment at its end (optimize rewrites every
+    segment: onto a big index, a bulk add would rewrite all of it); one onto an index with rows leaves
+    its segments to FTS5's merging, which it turns back on. Either way every message is found."""
+    monkeypatch.setattr(catalog, "COMMIT_BYTES", 1 << 20)
+    first = corpus(env.sessions, 300, cwds=("/w/old",))
+    assert invoke("index", "-q").exit_code == 0
+    rng = random.Random(3)
+    later = [make_session(env.sessions, rng, 10_000 + i, f"/w/{i % 20}", marker=f"yy{i:05d}marker")
+             for i in range(3000)]
+    assert invoke("index", "-q").exit_code == 0
+    conn = sqlite3.connect(env.home / "index.sqlite")
+    try:
+        segments = conn.execute("SELECT count(DISTINCT id >> 37) FROM messages_fts_data WHERE id >= 1 << 37"
+                                ).fetchone()[0]
+        merging = conn.execute("SELECT v FROM messages_fts_config WHERE k = 'automerge'").fetchone()
+        found = {row[0] for row in conn.execute(
+            "SELECT s.path FROM messages_fts f JOIN messages m ON m.rowid = f.rowid JOIN sessions s"
+            " ON s.rowid = m.session WHERE messages_fts MATCH 'zz* OR yy*'")}
+    finally:
+        conn.close()
+    assert segments > 1  # (one after a run from scratch: test_after_a_bulk_index_...)
+    assert merging in (None, (4,))  # back on (None: FTS5's default, never set)
+    assert found == {str(m.path) for m in [*first, *later]}
+
+
 def test_many_small_updates_in_one_connection_keep_the_wal_small(env: Env) -> None:
     """One connection making one-file updates one after another (as `search` after each turn of a
     chat): its commits checkpoint the WAL every CHECKPOINT_PAGES pages, so that no checkpoint,
