@@ -9,12 +9,16 @@ line to the width is a slice). Labels and the name are gathered in file order. T
 chains as runs: a run shares one lead, so its lines are made in one comprehension, with no stack
 push per entry.
 
-Two processes: a forked worker reads the second half (cut by split.split_point) and sends back its ids,
-parentIds and line numbers as pickled batches; the parent reads the first half meanwhile, then renumbers
-the lines, builds the tree, asks the worker for the timestamps of the siblings the walk sorts (a few)
-and plans the walk as segments of one half each. The worker draws its segments (the parent sends it
-the labels, the leaf and its segments, in groups of consecutive ones), while the parent draws its own;
-the parent prints the worker's groups in their turn, as they come through the pipe. So the drawing,
+Two processes: a forked worker reads the second half (cut by split.split_point, the parent taking a
+little less: SHARE) and sends back its ids, parentIds and line numbers as pickled batches as it reads
+them (a thread sends them), then how its half links among itself (tree.links_of). The parent reads the
+first half meanwhile, links it the same way, takes the worker's batches as they come (looking for an
+id on both sides), joins the two halves' links into the tree's parent positions (tree.join_halves;
+Tree.from_columns where an id is there twice), asks the worker for the timestamps of the siblings the
+walk sorts (a few) and plans the walk as segments of one half each. The worker draws its segments
+(the parent sends it the labels, the leaf and its segments, in groups of consecutive ones) and sends
+each group once drawn, while the parent draws its own; the parent prints the worker's groups in their
+turn, as they come through the pipe. So the drawing,
 sequential in one process, is shared, and neither bodies nor most timestamps cross the pipe. Labels and
 the name travel as changes applied after the first half's, the worker's warnings come after the parent's:
 stdout and stderr are those of one process byte for byte. A worker that fails costs only time (the
@@ -70,6 +74,7 @@ class Columns:
 
     ids: list[str | None] = field(default_factory=list)
     parents: list[str | None] = field(default_factory=list)
+    # (from two processes, the worker's numbered from its own first line: `Renumbered` numbers them in the file)
     lines: array = field(default_factory=lambda: array("q"))
     stamps: list[str | None] = field(default_factory=list)  # the timestamps as written (None: not a string)
     bodies: list[bytes] = field(default_factory=list)  # UTF-8: half the memory of a str with one arrow in it
