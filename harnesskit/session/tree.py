@@ -106,13 +106,8 @@ class Tree:
         tree.by_id = by_id
         # each parent's position (-1: none), found in C; a miss is a root or a dangling parentId
         targets = tree.parent_at = _parent_positions(ids, parents, by_id, len(by_id) + ids.count(None) == n)
-        for pos in compress(range(n), map((-1).__eq__, targets)):
-            parent = parents[pos]
-            if parent is not None:
-                tree.diagnostics.append(
-                    diagnostic(lines[pos], -1, f"parentId {parent} names no entry; treated as a root",
-                               "dangling-parent", "warning")
-                )
+        tree.diagnostics += [_dangling(pos, parents, lines) for pos in compress(range(n), map((-1).__eq__, targets))
+                             if parents[pos] is not None]
         # entries whose parent is not earlier: only these can close a cycle
         _cycles(list(compress(range(n), map(operator.ge, targets, range(n)))), targets, ids, lines,
                 tree.diagnostics)
@@ -209,6 +204,11 @@ class Tree:
         raise EntryNotFound(f"no entry with id, prefix or label {ref!r}")
 
 
+def _dangling(pos: int, parents: Sequence[str | None], lines: Sequence[int]) -> Diagnostic:
+    return diagnostic(lines[pos], -1, f"parentId {parents[pos]} names no entry; treated as a root", "dangling-parent",
+                      "warning")
+
+
 def _cycles(forward: Iterable[int], parent_at: array, ids: Sequence[str | None], lines: Sequence[int],
             diagnostics: list[Diagnostic]) -> None:
     """Report each parentId cycle once, at load, not only when a walk happens to meet one: `forward` holds
@@ -296,9 +296,7 @@ def join_halves(ids: list[str | None], parents: list[str | None], lines: Sequenc
         parent_at[cut + pos] = target
         if target < 0:
             dangling.append(cut + pos)
-    diagnostics: list[Diagnostic] = [
-        diagnostic(lines[pos], -1, f"parentId {parents[pos]} names no entry; treated as a root", "dangling-parent",
-                   "warning") for pos in dangling]
+    diagnostics = [_dangling(pos, parents, lines) for pos in dangling]
     _cycles([*forward, *map(cut.__add__, second.forward)], parent_at, ids, lines, diagnostics)
     # the second half's first entry may be the child of the first half's last: then no start
     starts = [*first.starts, *(cut + pos for pos in second.starts
