@@ -244,9 +244,7 @@ def carried_rows(stream: Stream, body: interleave.Body, carry: Carry, watch: Tre
     core is free (the worker printing its own blocks on stdout, unless that is a terminal), else from
     this one. `checked(chunk)`: the chunk needs no pass of emit's guard (see `output.Checked`)."""
     warn = partial(warn_diagnostic, stream.path)
-    # (the display widths' tables imported before the fork, once: see tree_stream._split)
-    chunks = interleave.rows(stream, body, carry, Carry, watch, warn, shared_output(checked),
-                             partial(table.char_width, "→"))
+    chunks = interleave.rows(stream, body, carry, Carry, watch, warn, shared_output(checked), table.load_widths)
     return body(stream.items(watch), carry, warn) if chunks is None else chunks
 
 

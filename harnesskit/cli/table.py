@@ -34,6 +34,13 @@ def char_width(ch: str) -> int:
     return width
 
 
+def load_widths() -> None:
+    """Import what char_width needs now, before a forked worker starts: both processes then have it (at
+    the first wide character each imported it, some 40 modules), and no import is under way when a
+    Ctrl-C comes (one landing as an import ends is printed by CPython as an ignored exception)."""
+    char_width("→")
+
+
 def display_width(text: str) -> int:
     if text.isascii():
         return len(text)

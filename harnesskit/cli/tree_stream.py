@@ -52,7 +52,7 @@ from harnesskit.text import visible
 from . import render, tree_lane
 from .output import Checked
 from .render import _stacked
-from .table import _NOT_ASCII, ELLIPSIS, char_width, fit
+from .table import _NOT_ASCII, ELLIPSIS, char_width, fit, load_widths
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -331,16 +331,13 @@ def release(columns: Columns) -> None:
 
 def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagnostic], None]) -> Columns | None:
     """The columns from two processes; None when no worker could start (nothing read yet)."""
-    # the display widths' tables (wcwidth, some 40 modules) imported once, before the fork, not by
-    # both processes at their first wide character: the same time, and no import for a Ctrl-C to meet
-    # (one landing as an import ends is reported by CPython as an ignored exception, a traceback)
-    char_width("→")
+    load_widths()
     started = split.fork_worker(_worker, (stream, cut, width), duplex=True)
     if started is None:
         return None
     here, worker = started
     first = stream.first_of_two(cut)
-    theirs = Columns()  # the worker's labels and name (its ids, parentIds and lines go on the parent's)
+    last = Columns()  # the worker's last batch: its labels and name (its ids, parentIds and lines go on the parent's)
     diagnostics: list[Diagnostic] | None = None
     kept = False
     try:  # (Ctrl-C reaches both processes: each stops, and the worker is reaped here)
@@ -360,12 +357,12 @@ def _split(stream: Stream, cut: int, width: int, on_diagnostic: Callable[[Diagno
                     columns.ids += message.ids
                     columns.parents += message.parents
                     columns.lines += message.lines  # (numbered from the worker's first: see `Renumbered`)
-                    theirs.extend(Columns(labels=message.labels, name=message.name), 0)
+                    last = message
                     across = across or not by_id.keys().isdisjoint(message.ids)
         except (EOFError, OSError, pickle.UnpicklingError):  # the worker died: read its half here
             del columns.ids[offset:], columns.parents[offset:], columns.lines[offset:]
         if diagnostics is not None:
-            columns.extend(theirs, base)
+            columns.extend(Columns(labels=last.labels, name=last.name), base)
             columns.remote = Remote(here, worker, offset, stream, cut, base + 1,
                                     None if across else (by_id, links, their_links))
             kept = True
