@@ -52,23 +52,10 @@ def blocks_text(content: str | list, limit: int) -> str:
     return " ".join(parts)
 
 
-def message_summary(message: User | Assistant | ToolResult, limit: int) -> str:
-    """render.message_summary of a typed.py message."""
-    kind = message.__class__
-    if kind is ToolResult:
-        return f"{message.toolName} {'✗' if message.isError else '→'} {blocks_text(message.content, limit)}"
-    text = blocks_text(message.content, limit)
-    if kind is Assistant:
-        stop = message.stopReason  # type: ignore[union-attr]
-        if stop == "error" or stop == "aborted":
-            text = f"[{stop}: {one_line(message.errorMessage or stop, limit)}] {text}".rstrip()  # type: ignore[union-attr]
-    return text
-
-
 def json_facts(limit: int):  # noqa: ANN201 - the lane's reader, for Stream.fast
     """Stream.fast for --json: a line -> (id, parentId, role as JSON bytes, summary cut to `limit`), or None.
 
-    message_summary and fit(summary, limit), the common cases inline (a call costs as much as their
+    render.message_summary and fit(summary, limit), the common cases inline (a call costs as much as their
     work): one text block, and a cut by length where every character takes one column. A summary's
     marks (→ ✗) are the only characters beyond ASCII of most rows; they take one column once
     table.char_width has measured them (in `_NARROW`): then only ASCII around them needs no measure."""
@@ -94,7 +81,7 @@ def json_facts(limit: int):  # noqa: ANN201 - the lane's reader, for Stream.fast
                 body = blocks_text(blocks, limit)
             except TypeError:  # (see blocks_text)
                 return None
-        if kind is result_class:  # (message_summary)
+        if kind is result_class:  # (render.message_summary)
             mark = "✗" if message.isError else "→"
             summary = f"{message.toolName} {mark} {body}"
             plain = mark in narrow and body.isascii() and message.toolName.isascii()  # one column each
