@@ -1065,9 +1065,10 @@ def _no_gc() -> Iterator[None]:
 # all inserts 4.47/5.49 s -> 4.27/4.27 s. A killed run leaves it paused: the next update that
 # writes sets it back (`_resume_merging`).
 #
-# At its end the run merges its segments into one itself (`optimize`): left as they were (one a
-# commit, up to 15 on level 0), the 16th, written by some later one-file update, made that update
-# merge them all at once (FTS5's crisis merge): 830 ms of 100,000 sessions, 105 ms of 20,000.
+# At its end a run from scratch merges its segments into one itself (`optimize`): left as they were
+# (one a commit, up to 15 on level 0), the 16th, written by some later one-file update, made that
+# update merge them all at once (FTS5's crisis merge): 830 ms of 100,000 sessions, 105 ms of 20,000.
+# Not onto an index that had rows: optimize rewrites every segment, the older index's too.
 _AUTOMERGE = "INSERT INTO messages_fts(messages_fts, rank) VALUES('automerge', ?)"
 _OPTIMIZE = "INSERT INTO messages_fts(messages_fts) VALUES('optimize')"
 _AUTOMERGE_DEFAULT = 4
@@ -1156,7 +1157,7 @@ def _add_new(conn: sqlite3.Connection, items: list[tuple[str, str, int, int, int
         if paused:  # merging back on, and this run's segments merged by this run (see _OPTIMIZE)
             with _writing(conn):
                 conn.execute(_AUTOMERGE, (_AUTOMERGE_DEFAULT,))
-                if message == 1:  # from scratch: optimize would merge an older index's segments too (its whole size)
+                if message == 1:  # from scratch (see _OPTIMIZE)
                     conn.execute(_OPTIMIZE)
             paused = False
         return done
