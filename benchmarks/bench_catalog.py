@@ -4,6 +4,11 @@ bytes, measured in the same run.
 
     python benchmarks/bench_catalog.py [--sessions 100000] [--dirs 100] [--updates 100] [--out benchmarks/out/catalog]
 
+It also times the two halves of a run from scratch, each alone in one process: the reading (every
+file parsed into its rows, no database) and SQLite's inserts of those rows (read before), as the
+command makes them. They say how near 1x can come: one database file has one writer, so a run
+takes at least the inserts' time, and two cores at best do both halves in half their sum.
+
 Targets: from scratch at >= 1x the json.loads rate of the files' bytes (with its worker process
 reading while the command inserts, and in one process); a no-change update <= 1 s;
 one appended turn <= 50 ms (the update itself, measured inside one process, as `search` pays it),
@@ -107,6 +112,37 @@ def cpu_of(fn) -> tuple[float, float]:  # noqa: ANN001
     return seconds, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
+def halves(paths: list[Path], db: Path) -> tuple[float, float]:
+    """CPU seconds of the reading alone and of the inserts alone (a run from scratch in one process,
+    its reading done before): what bounds the run with a worker beside it."""
+    import gc
+
+    items = []
+    for path in paths:
+        st = path.stat()
+        items.append((str(path), "pi", st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns))
+    items.sort()
+    catalog.remove(db)
+    conn, _ = catalog.open_catalog(db)
+    gc.disable()
+    read_new, workers = catalog.read_new, catalog.WORKER_FILES
+    try:
+        started = time.process_time()
+        batches = list(read_new(items, 1, 1))
+        reading = time.process_time() - started
+        ready = {items[i * catalog.BATCH_FILES][0]: rows for i, rows in enumerate(batches)}
+        catalog.read_new = lambda part, session, message: iter([ready[part[0][0]]])
+        catalog.WORKER_FILES = 1 << 62
+        started = time.process_time()
+        catalog.update(conn, [], directories=sorted({path.parent for path in paths}))
+        inserting = time.process_time() - started
+    finally:
+        catalog.read_new, catalog.WORKER_FILES = read_new, workers
+        gc.enable()
+        conn.close()
+    return reading, inserting
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=100_000)
@@ -161,6 +197,8 @@ def main() -> None:
     again, size = json_loads_rate(paths)
     if again < baseline:
         baseline, baseline_cpu = again, time.process_time() - cpu_started
+    reading, inserting = halves(paths, home / "halves.sqlite")
+    catalog.remove(home / "halves.sqlite")
     mb = size / 1e6
     print(f"\n{len(paths):,} sessions, {mb:,.0f} MB, {len(paths) // args.dirs:,} per directory")
     print(f"{'measurement':<44} {'seconds':>8} {'MB/s':>8} {'vs json.loads':>14} {'CPU s':>7} {'in CPU':>7}")
@@ -170,6 +208,12 @@ def main() -> None:
           f" {scratch_cpu:>7.2f} {baseline_cpu / scratch_cpu:>6.2f}x  (target >= 1x)")
     print(f"{'  in one process (no worker)':<44} {single:>8.2f} {mb / single:>8.0f} {baseline / single:>13.2f}x"
           f" {single_cpu:>7.2f} {baseline_cpu / single_cpu:>6.2f}x")
+    for label, cpu in (("  its reading alone (no database)", reading),
+                       ("  its listing and inserts (rows read before)", inserting)):
+        print(f"{label:<44} {'':>8} {'':>8} {'':>14} {cpu:>7.2f} {baseline_cpu / cpu:>6.2f}x")
+    print(f"{'  at best with two cores: their sum / 2':<44} {'':>8} {'':>8} {'':>14}"
+          f" {(reading + inserting) / 2:>7.2f} {2 * baseline_cpu / (reading + inserting):>6.2f}x"
+          f"  (one writer: at best {baseline_cpu / inserting:.2f}x)")
     print(f"{'harnesskit index, nothing changed':<44} {nochange:>8.2f} {'':>8} {'':>14}  (target <= 1 s)")
     print(f"{'  the update alone, in one process':<44} {in_process:>8.3f}"
           f"{'':>24}  (listing and stat of every file included)")
