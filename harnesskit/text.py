@@ -2,9 +2,10 @@
 
 Two sinks, two rules. A terminal must never receive a control character it would act on (ESC
 starts a sequence that can retitle the window or rewrite the screen, C1 0x9b is a one-byte CSI,
-CR overwrites a line) nor a lone surrogate (no encoding can write it): `visible` spells each one
-out, so ``"\\x1b]0;pwned\\x07"`` shows as the text ``\\x1b]0;pwned\\x07``. JSON must stay exact:
-`escape_json` rewrites such characters inside an already-serialised JSON text as ``\\uXXXX``
+CR overwrites a line) nor a lone surrogate (no encoding can write it), nor an invisible character
+that changes what the text around it shows (a bidi override reorders a line: "Trojan Source"):
+`visible` spells each one out, so ``"\\x1b]0;pwned\\x07"`` shows as the text ``\\x1b]0;pwned\\x07``.
+JSON must stay exact: `escape_json` rewrites such characters inside an already-serialised JSON text as ``\\uXXXX``
 escapes, which decode to the very same string.
 
 Both are pure and cheap when there is nothing to replace (inspect prints millions of rows through
@@ -15,11 +16,39 @@ from __future__ import annotations
 
 import re
 
-# C0 except tab and newline, DEL, C1, and the surrogate range (only lone ones exist in a Python str
-# decoded from JSON: a valid pair is decoded to one code point).
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-# What JSON serialisers leave raw (they always escape C0): DEL, C1, lone surrogates.
-_JSON_RAW = re.compile("[\x7f-\x9f\ud800-\udfff]")
+# Invisible characters that change how the text around them shows: the bidi marks, embeddings,
+# overrides and isolates (U+061C, U+200E-F, U+202A-E, U+2066-9), the line and paragraph separators,
+# the zero-width space and no-break space (U+200B, U+FEFF: a hidden difference between two names),
+# the deprecated format controls and the interlinear annotations. Not ZWNJ/ZWJ (U+200C-D): words of
+# Persian and Indic scripts, and emoji sequences, need them.
+_INVISIBLE = "\u061c\u200b\u200e\u200f\u2028-\u202e\u2066-\u206f\ufeff\ufff9-\ufffb"
+# C0 except tab and newline, DEL, C1, the surrogate range (only lone ones exist in a Python str
+# decoded from JSON: a valid pair is decoded to one code point), and the invisible ones above.
+_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff{_INVISIBLE}]")
+# What JSON serialisers leave raw (they always escape C0): DEL, C1, lone surrogates, the invisible ones.
+_JSON_RAW = re.compile(f"[\x7f-\x9f\ud800-\udfff{_INVISIBLE}]")
+
+
+# The same characters as UTF-8 bytes, but C0 and DEL (one byte each): C1 is c2 80..9f, and every
+# invisible one starts with d8, e2 or ef. A byte search for those lead bytes skips most text whole.
+_RAW_UTF8 = re.compile(rb"\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8b\x8e\x8f\xa8-\xae]|\xe2\x81[\xa6-\xaf]"
+                       rb"|\xef\xbb\xbf|\xef\xbf[\xb9-\xbb]")
+LEAD_BYTES = b"\xc2\xd8\xe2\xef"
+
+
+def raw_in_json(data: bytes) -> bool:
+    """Whether UTF-8 JSON text holds a character `escape_json` rewrites (orjson writes no lone
+    surrogate): DEL, C1 or an invisible one. Byte searches first: most chunks have none of their lead bytes."""
+    if b"\x7f" in data:
+        return True
+    if b"\xc2" in data or b"\xd8" in data or b"\xe2" in data or b"\xef" in data:
+        return _RAW_UTF8.search(data) is not None
+    return False
+
+
+def raw_utf8(data: bytes) -> bool:
+    """Whether UTF-8 bytes hold a character beyond C0 and DEL that `visible` spells out."""
+    return _RAW_UTF8.search(data) is not None
 
 
 def _spelled(match: re.Match[str]) -> str:
@@ -32,13 +61,15 @@ def _json_escape(match: re.Match[str]) -> str:
 
 
 def visible(text: str) -> str:
-    """`text` with every control character but newline and tab (and every lone surrogate) written
-    as its escape (``\\x1b``, ``\\x9b``, ``\\x7f``, ``\\ud800``); unchanged when there is none."""
+    """`text` with every control character but newline and tab (and every lone surrogate and
+    invisible reordering character) written as its escape (``\\x1b``, ``\\x9b``, ``\\ud800``,
+    ``\\u202e``); unchanged when there is none."""
     return text if text.isprintable() else _UNSAFE.sub(_spelled, text)  # a C loop first: most text is
 
 
 def escape_json(dumped: str) -> str:
-    """A serialised JSON text with DEL, C1 and lone surrogates as ``\\uXXXX`` escapes.
+    """A serialised JSON text with DEL, C1, lone surrogates and the invisible characters of
+    `visible` as ``\\uXXXX`` escapes.
 
     Such characters can only occur inside JSON strings (the syntax outside them is ASCII), where
     an escape denotes the same character: the value is unchanged, the text is safe to print and,

@@ -29,7 +29,7 @@ from harnesskit.session.reader import MAX_DEPTH, Diagnostic
 from harnesskit.session.stats import session_stats
 from harnesskit.session.stream import Stream, TreeWatch, open_stream, tree_diagnostics
 from harnesskit.session.tree import build_context
-from harnesskit.text import escape_json
+from harnesskit.text import escape_json, raw_in_json
 
 from . import render, table
 from .errors import Fail
@@ -412,8 +412,7 @@ def _leaf_row(item: tuple[int, dict | tuple, bytes]) -> bytes:
 
 def _json_chunk(rows: list[bytes]) -> bytes:
     chunk = b"".join(rows)
-    # DEL is 7f and C1 is c2 80..9f in UTF-8: raw in JSON strings, written as escapes (text.escape_json)
-    return escape_json(chunk.decode()).encode() if b"\x7f" in chunk or b"\xc2" in chunk else chunk
+    return escape_json(chunk.decode()).encode() if raw_in_json(chunk) else chunk  # raw in JSON strings
 
 
 def json_text(item: tuple[int, dict, bytes], leaf: bool, raw: bool) -> str:
@@ -422,7 +421,7 @@ def json_text(item: tuple[int, dict, bytes], leaf: bool, raw: bool) -> str:
         return render.json_line(json_row(line, entry, leaf))
     head = render.json_line(json_row(line, entry, leaf, with_entry=False))
     text = content.decode()
-    if b"\x7f" in content or b"\xc2" in content:  # DEL or C1, raw in a JSON string: as escapes (text.py)
+    if raw_in_json(content):  # DEL, C1 or invisible, raw in a JSON string: as escapes (text.py)
         text = escape_json(text)
     return f'{head[:-1]},"entry":{text}}}'  # the line as written: exact JSON, not re-encoded
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -24,18 +23,18 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import NamedTuple, TextIO
 
-from harnesskit.text import visible
+from harnesskit.text import LEAD_BYTES, raw_utf8, visible
 
 FLUSH_EVERY = 256  # lines; the first few are flushed at once, so the first row shows at once
-# what `visible` spells out, as UTF-8 bytes (C0 but tab and newline, DEL, C1 = c2 80..9f; no surrogate):
-# every other byte is deleted by a C loop, and only a 0xc2 left over needs a look with a pattern
-_SAFE_BYTES = bytes(b for b in range(256) if not (b < 0x09 or 0x0b <= b < 0x20 or b == 0x7f or b == 0xc2))
-_C1_BYTES = re.compile(rb"\xc2[\x80-\x9f]")
+# what `visible` spells out, as UTF-8 bytes (C0 but tab and newline, DEL; C1 and the invisible ones
+# start with a lead byte, no surrogate): every other byte is deleted by a C loop, and only lead bytes
+# left over need a look with a pattern
+_SAFE_BYTES = bytes(b for b in range(256) if not (b < 0x09 or 0x0b <= b < 0x20 or b == 0x7f or b in LEAD_BYTES))
 
 
 def _unsafe(chunk: bytes) -> bool:
     found = chunk.translate(None, _SAFE_BYTES)
-    return bool(found) and (found.count(b"\xc2") < len(found) or _C1_BYTES.search(chunk) is not None)
+    return bool(found) and (bool(found.translate(None, LEAD_BYTES)) or raw_utf8(chunk))
 
 
 class Checked(NamedTuple):

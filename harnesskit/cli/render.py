@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 import orjson
 
 from harnesskit.session.tree import Tree
-from harnesskit.text import escape_json, one_line, squeezed, visible
+from harnesskit.text import escape_json, one_line, raw_in_json, squeezed, visible
 
 from .table import fit
 
@@ -254,5 +254,4 @@ def json_line(obj: object) -> str:
 
         with room_for_depth():
             return escape_json(json.dumps(obj, ensure_ascii=False))
-    # DEL is 7f and C1 is c2 80..9f in UTF-8 (orjson writes no surrogate): a byte search skips the rest
-    return escape_json(data.decode()) if b"\x7f" in data or b"\xc2" in data else data.decode()
+    return escape_json(data.decode()) if raw_in_json(data) else data.decode()

@@ -23,7 +23,7 @@ from harnesskit.session.loader import accept_header, load_session, no_header, op
 from harnesskit.session.reader import Diagnostic, iter_lines, line_content, open_range, read_records
 from harnesskit.session.split import count_newlines
 from harnesskit.session.tree import Tree, build_context
-from harnesskit.text import escape_json, visible
+from harnesskit.text import escape_json, raw_in_json, visible
 
 
 def _asset(name: str) -> str:
@@ -38,7 +38,7 @@ def _escape(data: bytes) -> bytes:
         data = data.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
     if b"\xe2\x80" in data:
         data = data.replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")
-    if b"\x7f" in data or b"\xc2" in data:  # DEL and C1, raw in JSON but not on a terminal (stdout)
+    if raw_in_json(data):  # DEL, C1 and invisible ones, raw in JSON but not on a terminal (stdout)
         data = escape_json(data.decode()).encode()
     return data
 

@@ -19,15 +19,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 from writeside_helpers import V3_FILES, Env, hk, invoke, isolate, read_lines, write_script
 
+from harnesskit.cli.output import _unsafe
 from harnesskit.cli.render import json_line
 from harnesskit.session.store import encode_cwd
-from harnesskit.text import visible
+from harnesskit.text import escape_json, raw_in_json, visible
 
-# What a terminal acts on: C0 but tab and newline, DEL, C1; and what no encoder writes.
-RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-EVIL = "\x1b]0;pwned\x07\x1b[31m\x9b\x7f\r\x08"
-EVIL_SHOWN = r"\x1b]0;pwned\x07\x1b[31m\x9b\x7f\x0d\x08"
-EVIL_TEXT_SHOWN = r"\x1b]0;pwned\x07\x1b[31m\x9b\x7f"  # in summaries, where CR is whitespace made one space
+# What a terminal acts on: C0 but tab and newline, DEL, C1; what no encoder writes; and the invisible
+# characters that reorder or hide what is around them (bidi overrides and isolates, BOM, separators).
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff"
+                 "\u061c\u200b\u200e\u200f\u2028-\u202e\u2066-\u206f\ufeff\ufff9-\ufffb]")
+EVIL = "\x1b]0;pwned\x07\x1b[31m\x9b\x7f\u202e\r\x08"
+EVIL_SHOWN = r"\x1b]0;pwned\x07\x1b[31m\x9b\x7f\u202e\x0d\x08"
+EVIL_TEXT_SHOWN = r"\x1b]0;pwned\x07\x1b[31m\x9b\x7f\u202e"  # in summaries, where CR is whitespace made one space
 S12 = next(p for p in V3_FILES if p.name == "s12_meta_entries.jsonl")  # labels, name, custom, tools
 
 
@@ -264,6 +267,20 @@ def test_visible_leaves_nothing_raw_and_changes_nothing_safe(text: str) -> None:
     if RAW.search(text) is None:
         assert shown == text
     assert visible(shown) == shown
+
+
+# the byte checks that let a chunk skip the patterns, on text rich in their lead bytes (c2, d8, e2, ef)
+NEAR_MISSES = "\x85\x9f\xa0\u061b\u061c\u200a\u200b\u200c\u200d\u200e\u2014\u201c\u2027\u2028\u202e\u202f" \
+    "\u2065\u2066\u206f\u2070\ufeff\ufefe\ufff8\ufff9\ufffb\ufffc\uff0c\x7f\x1b\t\n"
+NO_SURROGATE = (st.lists(st.sampled_from(NEAR_MISSES + "a é漢"), max_size=8).map("".join)
+                | st.text(alphabet=st.characters(exclude_categories=("Cs",))))
+
+
+@given(NO_SURROGATE)
+def test_byte_checks_agree_with_what_the_patterns_change(text: str) -> None:
+    data = text.encode()
+    assert raw_in_json(data) == (escape_json(text) != text)
+    assert _unsafe(data) == (visible(text) != text)
 
 
 @given(st.recursive(st.none() | st.booleans() | st.integers() | ANY_TEXT,
