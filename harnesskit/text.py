@@ -5,8 +5,8 @@ starts a sequence that can retitle the window or rewrite the screen, C1 0x9b is 
 CR overwrites a line) nor a lone surrogate (no encoding can write it), nor an invisible character
 that changes what the text around it shows (a bidi override reorders a line: "Trojan Source"):
 `visible` spells each one out, so ``"\\x1b]0;pwned\\x07"`` shows as the text ``\\x1b]0;pwned\\x07``.
-JSON must stay exact: `escape_json` rewrites such characters inside an already-serialised JSON text as ``\\uXXXX``
-escapes, which decode to the very same string.
+JSON must stay exact: `escape_json` rewrites the control characters and lone surrogates inside an
+already-serialised JSON text as ``\\uXXXX`` escapes, which decode to the very same string.
 
 Both are pure and cheap when there is nothing to replace (inspect prints millions of rows through
 them): a C-level test first, the regex only for text that may need it.
@@ -25,12 +25,15 @@ _INVISIBLE = "\u061c\u200b\u200e\u200f\u2028-\u202e\u2066-\u206f\ufeff\ufff9-\uf
 # C0 except tab and newline, DEL, C1, the surrogate range (only lone ones exist in a Python str
 # decoded from JSON: a valid pair is decoded to one code point), and the invisible ones above.
 _UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff{_INVISIBLE}]")
-# What JSON serialisers leave raw (they always escape C0): DEL, C1, lone surrogates, the invisible ones.
-_JSON_RAW = re.compile(f"[\x7f-\x9f\ud800-\udfff{_INVISIBLE}]")
+# What JSON serialisers leave raw (they always escape C0) and a terminal acts on: DEL, C1, lone
+# surrogates. The invisible ones stay as they are in JSON: its readers decode an escape to the same
+# character anyway, and finding their lead bytes (common: e2 is every dash and curly quote) would
+# cost the --json lanes a pattern search over every chunk (0.5 s per 100 MB).
+_JSON_RAW = re.compile("[\x7f-\x9f\ud800-\udfff]")
 
 
-# The same characters as UTF-8 bytes, but C0 and DEL (one byte each): C1 is c2 80..9f, and every
-# invisible one starts with d8, e2 or ef. A byte search for those lead bytes skips most text whole.
+# The invisible characters and C1 as UTF-8 bytes (C0 and DEL are one byte each): C1 is c2 80..9f,
+# and every invisible one starts with d8, e2 or ef.
 _RAW_UTF8 = re.compile(rb"\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8b\x8e\x8f\xa8-\xae]|\xe2\x81[\xa6-\xaf]"
                        rb"|\xef\xbb\xbf|\xef\xbf[\xb9-\xbb]")
 LEAD_BYTES = b"\xc2\xd8\xe2\xef"
@@ -38,12 +41,8 @@ LEAD_BYTES = b"\xc2\xd8\xe2\xef"
 
 def raw_in_json(data: bytes) -> bool:
     """Whether UTF-8 JSON text holds a character `escape_json` rewrites (orjson writes no lone
-    surrogate): DEL, C1 or an invisible one. Byte searches first: most chunks have none of their lead bytes."""
-    if b"\x7f" in data:
-        return True
-    if b"\xc2" in data or b"\xd8" in data or b"\xe2" in data or b"\xef" in data:
-        return _RAW_UTF8.search(data) is not None
-    return False
+    surrogate): DEL is 7f and C1 is c2 80..9f. A byte search: both bytes are rare in text."""
+    return b"\x7f" in data or b"\xc2" in data
 
 
 def raw_utf8(data: bytes) -> bool:
@@ -68,8 +67,7 @@ def visible(text: str) -> str:
 
 
 def escape_json(dumped: str) -> str:
-    """A serialised JSON text with DEL, C1, lone surrogates and the invisible characters of
-    `visible` as ``\\uXXXX`` escapes.
+    """A serialised JSON text with DEL, C1 and lone surrogates as ``\\uXXXX`` escapes.
 
     Such characters can only occur inside JSON strings (the syntax outside them is ASCII), where
     an escape denotes the same character: the value is unchanged, the text is safe to print and,

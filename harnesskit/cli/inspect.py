@@ -421,7 +421,7 @@ def json_text(item: tuple[int, dict, bytes], leaf: bool, raw: bool) -> str:
         return render.json_line(json_row(line, entry, leaf))
     head = render.json_line(json_row(line, entry, leaf, with_entry=False))
     text = content.decode()
-    if raw_in_json(content):  # DEL, C1 or invisible, raw in a JSON string: as escapes (text.py)
+    if raw_in_json(content):  # DEL or C1, raw in a JSON string: as escapes (text.py)
         text = escape_json(text)
     return f'{head[:-1]},"entry":{text}}}'  # the line as written: exact JSON, not re-encoded
 

@@ -38,7 +38,7 @@ def _escape(data: bytes) -> bytes:
         data = data.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
     if b"\xe2\x80" in data:
         data = data.replace("\u2028".encode(), b"\\u2028").replace("\u2029".encode(), b"\\u2029")
-    if raw_in_json(data):  # DEL, C1 and invisible ones, raw in JSON but not on a terminal (stdout)
+    if raw_in_json(data):  # DEL and C1, raw in JSON but not on a terminal (stdout)
         data = escape_json(data.decode()).encode()
     return data
 
