@@ -15,6 +15,7 @@ from . import compacting
 from .conversation import open_live
 from .errors import FOUND_PROBLEMS, Fail, warn
 from .options import ChatOptions, make_model, settings_from
+from .refs import regular
 from .screen import echo
 
 
@@ -48,7 +49,7 @@ def compact(file: Path, instructions: str | None, keep_recent: int | None, model
         limits = settings.compaction
         settings.compaction = dataclasses.replace(
             limits, settings=dataclasses.replace(limits.settings, keep_recent_tokens=keep_recent))
-    live = open_live(file, settings)
+    live = open_live(regular(file), settings)
     try:
         restored = model_spec(live.context().model, settings.providers)
         spec = settings.model_spec if settings.model_given or restored is None else restored

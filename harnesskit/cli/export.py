@@ -13,6 +13,7 @@ from harnesskit.session.loader import SessionError
 from harnesskit.session.reader import Diagnostic
 
 from .errors import Fail, warn
+from .refs import regular
 from .screen import echo
 
 
@@ -52,7 +53,7 @@ def export(paths: tuple[Path, ...], as_html: bool, as_md: bool, dataset: Path | 
         return
     if len(paths) != 1:
         raise Fail("--html and --md take one session FILE")
-    file = paths[0]
+    file = regular(paths[0])
     if leaf_ref is not None and as_html:
         raise Fail("--leaf goes with --md (the page holds every branch)")
     if output is not None and output.exists() and output.resolve() == file.resolve():
@@ -115,7 +116,7 @@ def session_paths(paths: tuple[Path, ...]) -> list[Path]:
         if path.is_dir():
             found += sorted(p for p in path.rglob("*.jsonl") if p.is_file())
         elif path.exists():
-            found.append(path)
+            found.append(regular(path))
         else:
             raise Fail(f"{path}: no such file or directory")
     return found

@@ -10,6 +10,7 @@ import click
 from harnesskit.session.loader import SessionError
 
 from .errors import Fail, warn
+from .refs import regular
 from .screen import echo
 
 
@@ -35,7 +36,7 @@ def import_(file: Path, out: Path | None, source: str | None) -> None:
       harnesskit import transcript.jsonl && harnesskit continue -p "go on"
     """
     try:
-        result = import_file(file, out, fmt=source, here=os.getcwd())
+        result = import_file(regular(file), out, fmt=source, here=os.getcwd())
     except SessionError as error:
         raise Fail(str(error)) from None
     except OSError as error:

@@ -11,6 +11,7 @@ from harnesskit.session import catalog, store
 
 from .errors import Fail
 from .indexing import refreshed
+from .refs import regular
 from .screen import echo
 
 
@@ -34,7 +35,7 @@ def index(files: tuple[Path, ...], rebuild: bool, quiet: bool) -> None:
     if files and rebuild:
         raise Fail("--rebuild reads every session file: give no FILES with it")
     started = time.monotonic()
-    conn, stats = refreshed(quiet, rebuild, only=[catalog.Source(f.resolve()) for f in files] or None)
+    conn, stats = refreshed(quiet, rebuild, only=[catalog.Source(regular(f).resolve()) for f in files] or None)
     conn.close()
     if not quiet:
         echo(f"{catalog.default_path(store.home_dir())}: {stats.files} session files "

@@ -9,8 +9,9 @@ import click
 from harnesskit.session.rewrite import MigrationRefused, migrate_file, plan
 from harnesskit.session.writer import SessionLocked
 
-from .errors import FOUND_PROBLEMS, USAGE, report_error, warn
+from .errors import FOUND_PROBLEMS, USAGE, Fail, report_error, warn
 from .progress import file_size, progress
+from .refs import regular
 from .screen import echo
 
 NO_REPLY = ("{path} has no assistant reply: pi, continuing it, writes a second header and every entry again "
@@ -38,6 +39,7 @@ def migrate(files: tuple[Path, ...], check: bool, quiet: bool) -> None:
     pending = 0
     for path in files:
         try:
+            regular(path)
             if check:
                 with progress(file_size(path), str(path), quiet) as report:
                     result, _ = plan(path, report)
@@ -51,6 +53,10 @@ def migrate(files: tuple[Path, ...], check: bool, quiet: bool) -> None:
                 continue
             with progress(file_size(path), str(path), quiet) as report:
                 result = migrate_file(path, report)
+        except Fail as error:  # a pipe or a device: this one, not the others
+            refused += 1
+            report_error(error.format_message())
+            continue
         except (MigrationRefused, SessionLocked) as error:
             refused += 1
             hint = "; try again when it is closed" if isinstance(error, SessionLocked) else ""

@@ -18,6 +18,7 @@ from harnesskit.session.check import FileReport, check_file, expand_paths
 from . import reporters
 from .errors import FOUND_PROBLEMS, USAGE, Fail, report_error
 from .progress import file_size, progress
+from .refs import regular
 from .screen import echo
 
 STDIN = "<stdin>"
@@ -34,8 +35,12 @@ def _strict(report: FileReport) -> FileReport:
 def _stdin_copy() -> Iterator[str]:
     """Standard input as a path check_file can seek in: an anonymous temporary file (unlinked
     from the start, gone when closed), filled in chunks so no size of input is held in memory."""
+    try:
+        stdin = click.get_binary_stream("stdin")
+    except RuntimeError:  # closed (`<&-`): Python made sys.stdin None
+        raise OSError(9, "it is closed") from None
     with tempfile.TemporaryFile() as copy:
-        shutil.copyfileobj(click.get_binary_stream("stdin"), copy, 1 << 20)
+        shutil.copyfileobj(stdin, copy, 1 << 20)
         copy.flush()
         yield f"/proc/self/fd/{copy.fileno()}"
 
@@ -54,7 +59,7 @@ def _check_stdin(source: str | None, strict: bool) -> FileReport:
 def _path_of(raw: str) -> Path | None:
     """A path as given, else the session an id prefix or a name names; None when nothing is there."""
     if Path(raw).exists():
-        return Path(raw)
+        return regular(Path(raw))
     try:
         return store.find_session(raw, store.session_dir(os.getcwd()))
     except store.SessionRefError as error:

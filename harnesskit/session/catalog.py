@@ -661,6 +661,8 @@ def _compare(known: dict[str, tuple], directories: list[str], sources: list[Sour
             st = os.stat(key)
         except OSError:
             continue
+        if not S_ISREG(st.st_mode):  # a pipe would block the reading for ever, a device never end
+            continue
         taken.add(key)
         row = take(key, None)
         if (row is not None and row[1] == st.st_size and row[2] == st.st_mtime_ns and row[3] == st.st_ctime_ns
