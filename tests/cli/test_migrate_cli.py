@@ -159,6 +159,21 @@ def test_tutorial_header_without_a_string_id_is_refused(run, tmp_path: Path, mon
     assert listing(tmp_path) == before  # byte-identical, no .bak, no temp file
 
 
+def test_a_name_with_a_newline_is_shown_on_one_line(run, tmp_path: Path) -> None:
+    """Each message is one line whatever the file is called (a newline spelled \\n, as in errors)."""
+    legacy = tmp_path / "a\nb.jsonl"
+    shutil.copyfile(TUTORIAL_FILES[0], legacy)
+    v3 = tmp_path / "c\nd.jsonl"
+    shutil.copyfile(V3_FILES[0], v3)
+    a, c = (str(p).replace("\n", "\\n") for p in (legacy, v3))
+    assert run("migrate", "--check", legacy, v3).stdout.splitlines() == [
+        f"would migrate {a} (tutorial v1 → pi v3, 6 entries)", f"{c}: already pi v3"]
+    assert run("migrate", legacy, v3).stdout.splitlines() == [
+        f"migrated {a} (tutorial v1 → pi v3, 6 entries; original kept as a\\nb.jsonl.bak)",
+        f"{c}: already pi v3, unchanged"]
+    assert (tmp_path / "a\nb.jsonl.bak").read_bytes() == TUTORIAL_FILES[0].read_bytes()
+
+
 def test_existing_backup_is_refused(run, tmp_path: Path) -> None:
     path = copy(TUTORIAL_FILES[0], tmp_path)
     (tmp_path / f"{path.name}.bak").write_bytes(b"an older backup\n")
