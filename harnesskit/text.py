@@ -66,6 +66,13 @@ def visible(text: str) -> str:
     return text if text.isprintable() else _UNSAFE.sub(_spelled, text)  # a C loop first: most text is
 
 
+def shown_name(name: object) -> str:
+    """A file name in a line of output: `visible`, with a newline spelled ``\\n`` as an error line
+    spells one. A name may hold any character but / and NUL; raw, a newline in it would split a
+    `file:line:` record in two."""
+    return visible(str(name)).replace("\n", "\\n")
+
+
 def escape_json(dumped: str) -> str:
     """A serialised JSON text with DEL, C1 and lone surrogates as ``\\uXXXX`` escapes.
 

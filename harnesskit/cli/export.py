@@ -13,6 +13,7 @@ from harnesskit.session.loader import SessionError
 from harnesskit.session.reader import Diagnostic
 
 from .errors import Fail, warn
+from .output import quiet_if_closed
 from .refs import regular
 from .screen import echo
 
@@ -67,11 +68,13 @@ def export(paths: tuple[Path, ...], as_html: bool, as_md: bool, dataset: Path | 
 
     try:
         if output is None:
-            if as_html:
-                exporter.write_html(file, sys.stdout.buffer, report)
-            else:
-                leaf = _leaf(file, leaf_ref)
-                exporter.write_markdown(file, sys.stdout, leaf, report)
+            with quiet_if_closed():  # `export --md FILE | head` ends as `inspect FILE | head` does
+                if as_html:
+                    exporter.write_html(file, sys.stdout.buffer, report)
+                else:
+                    leaf = _leaf(file, leaf_ref)
+                    exporter.write_markdown(file, sys.stdout, leaf, report)
+                sys.stdout.flush()  # (and its buffer): a last write fails here, not at exit past the guard
             return
         # written beside the target and renamed, so a failure never leaves half a page
         fd, temp = tempfile.mkstemp(prefix=f".{output.name}.", dir=output.parent or Path("."))

@@ -81,7 +81,7 @@ def reader_of(session: Session) -> Callable[[int], dict]:
 @click.option("--format", "fmt", type=click.Choice(table.FORMATS, case_sensitive=False), default="simple",
               show_default=True, help="Table style of every table (the entries, --context, --stats).")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines: one object per row (first: the header).")
-@click.option("--width", type=int, default=None,
+@click.option("--width", type=click.IntRange(table.MIN_WIDTH, table.MAX_WIDTH), default=None,
               help="Fit rows in this many columns (default: the terminal's, or $COLUMNS).")
 @click.option("--no-pager", is_flag=True, help="Never page (a pager is used only when stdout is a terminal).")
 @click.option("--from", "source", type=click.Choice(["pi", "claude", "codex"]), default=None,

@@ -6,7 +6,6 @@ import codecs
 import contextlib
 import gc
 import os
-import shutil
 import sys
 import time
 import unicodedata
@@ -17,6 +16,8 @@ import click
 import orjson
 
 from harnesskit.session import snapshot, store
+
+from .table import terminal_width
 
 HEADERS = ("modified", "name", "msgs", "model", "first message", "path")
 _NAME_MAX, _MODEL_MAX, _ROOM_MIN, _GAP = 20, 16, 30, "  "
@@ -55,7 +56,7 @@ def list_(everywhere: bool, as_json: bool, limit: int | None, session_dir: str |
         list_harnesses(harness, as_json, limit, session_dir, everywhere)
         return
     directories = store.all_session_dirs() if everywhere else [store.session_dir(os.getcwd(), session_dir)]
-    width = shutil.get_terminal_size((80, 24)).columns
+    width = terminal_width(80)
     enabled = gc.isenabled()
     gc.disable()  # the keys and rows of 100,000 sessions hold no cycles: no collection needs to walk them
     try:

@@ -13,6 +13,7 @@ has already made sure that the guard would change nothing (it costs a pass over 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shlex
@@ -20,7 +21,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple, TextIO
 
 from harnesskit.text import LEAD_BYTES, raw_utf8, visible
@@ -103,16 +104,23 @@ def _write(lines: Iterable[str | bytes | Checked], out: TextIO) -> None:
     flush()
 
 
+@contextlib.contextmanager
+def quiet_if_closed() -> Iterator[None]:
+    """Around writes to stdout: when nobody reads it any more (`| head`), stop quietly with exit 0,
+    and keep Python from complaining at exit (Click would exit 1, validate's "problem found")."""
+    try:
+        yield
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(0) from None
+
+
 def emit(lines: Iterable[str | bytes | Checked], page: bool = True) -> None:
     """Write `lines` (each without its newline) to stdout, or through a pager (see the module doc)."""
     argv = _pager_command() if page and sys.stdout.isatty() else None
     if argv is None:
-        try:
+        with quiet_if_closed():
             _write(lines, sys.stdout)
-        except BrokenPipeError:
-            # nobody reads any more: stop quietly, and keep Python from complaining at exit
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            raise SystemExit(0) from None
         return
     env = dict(os.environ)
     env.setdefault("LESS", "FRX")

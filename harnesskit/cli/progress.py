@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -19,14 +18,16 @@ from typing import TextIO
 
 import click
 
-from harnesskit.text import visible
+from harnesskit.text import shown_name
+
+from .table import terminal_width
 
 _EVERY = 0.1  # seconds between redraws
 
 
 class Bar:
     def __init__(self, total: int, label: str, stream: TextIO, after: float) -> None:
-        self.total, self.label, self.stream = max(total, 1), visible(label), stream
+        self.total, self.label, self.stream = max(total, 1), shown_name(label), stream
         self.start = time.monotonic()
         self.after, self.drawn_at = after, 0.0
         self.shown = False
@@ -40,7 +41,7 @@ class Bar:
             return
         self.drawn_at = now
         fraction = min(max(done / self.total, 0.0), 1.0)
-        width = shutil.get_terminal_size((80, 24)).columns
+        width = terminal_width(80)
         numbers = f" {fraction:4.0%} {done / 1e6:,.0f}/{self.total / 1e6:,.0f} MB"
         label = self.label if len(self.label) <= width // 3 else "…" + self.label[-(width // 3 - 1):]
         room = max(width - len(label) - len(numbers) - 4, 10)

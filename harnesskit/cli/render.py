@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import shutil
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 
@@ -12,6 +11,7 @@ import orjson
 from harnesskit.session.tree import Tree
 from harnesskit.text import escape_json, one_line, raw_in_json, squeezed, visible
 
+from . import table
 from .table import fit
 
 BASE_KEYS = {"type", "id", "parentId", "timestamp"}
@@ -132,7 +132,7 @@ def entry_summary(entry: dict, limit: int | None = None) -> str:
 
 
 def terminal_width() -> int:
-    return shutil.get_terminal_size((120, 24)).columns
+    return table.terminal_width(120)
 
 
 def tabulate(rows: Iterable[Iterable[object]], headers: list[str], tablefmt: str = "simple", **options: object) -> str:

@@ -9,6 +9,7 @@ fit: CJK and other wide characters count two columns, combining marks none.
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -16,6 +17,9 @@ from functools import lru_cache
 #: the --format choices: every one streams (tabulate's other formats need the whole table first)
 FORMATS = ("simple", "plain", "github", "grid", "psql", "tsv")
 ELLIPSIS = "…"
+#: the widths a table is drawn in (--width, $COLUMNS): from one column (every width is drawn, cut with
+#: …) to 10,000, wider than any screen, so a mistyped width cannot pad each row with gigabytes
+MIN_WIDTH, MAX_WIDTH = 1, 10_000
 
 
 _NOT_ASCII = re.compile(r"[^\x00-\x7f]")
@@ -32,6 +36,12 @@ def char_width(ch: str) -> int:
     if width == 1:
         _NARROW.add(ch)
     return width
+
+
+def terminal_width(fallback: int) -> int:
+    """The terminal's columns ($COLUMNS first, as shutil reads it), held within MIN_WIDTH..MAX_WIDTH:
+    an absurd $COLUMNS (shutil ignores one that is not a positive number) must not size a row."""
+    return min(max(shutil.get_terminal_size((fallback, 24)).columns, MIN_WIDTH), MAX_WIDTH)
 
 
 def load_widths() -> None:

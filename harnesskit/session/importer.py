@@ -158,11 +158,13 @@ def convert(session: Session, here: str, parent: Path | None = None, *, subagent
                and (session.entries[pos].get("message") or {}).get("role") == "assistant" for pos in chosen):
         raise SessionError(f"{session.path}: no assistant message, so no conversation to import (pi would write "
                            "the header twice into such a file)")
-    session_id = source_id
+    canonical = _canonical_uuid(source_id)
     subagent = subagent or "agentId" in source_header  # a subagent carries its parent's session id
-    if subagent or not _looks_like_uuid(source_id):
+    if subagent or canonical is None:
         seed = f"{source_id}:{session.path.name}:{agent}"
         session_id = str(uuid.UUID(hashlib.sha256(seed.encode()).hexdigest()[:32]))
+    else:
+        session_id = canonical
     cwd = source_header.get("cwd")
     if not isinstance(cwd, str) or not os.path.isdir(cwd):
         notes.append(f"the source's cwd {cwd!r} does not exist here; the session's cwd is {here}")
@@ -273,9 +275,12 @@ def _iso(value: object) -> str | None:
     return None if ms is None else iso_from_ms(ms)
 
 
-def _looks_like_uuid(value: str) -> bool:
+def _canonical_uuid(value: str) -> str | None:
+    """`value` as pi writes a session id (lowercase, hyphens), if it is one in that spelling; None for
+    any other text. uuid.UUID alone accepts braces, "urn:uuid:", no hyphens and (as int() does)
+    surrounding whitespace: an id ending in a newline would name the file and print over two lines."""
     try:
-        uuid.UUID(value)
+        canonical = str(uuid.UUID(value))
     except ValueError:
-        return False
-    return True
+        return None
+    return canonical if canonical == value.lower() else None

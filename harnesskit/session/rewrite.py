@@ -6,6 +6,7 @@ fully, so a rewrite can never drop a line.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable
@@ -48,6 +49,10 @@ def plan(path: Path, on_progress: Callable[[int], None] | None = None) -> tuple[
         raise MigrationRefused(f"{path}: a {session.dialect} file belongs to another harness and is never rewritten; "
                                f"`harnesskit import {path}` writes a pi session from it")
     needed = session.dialect.legacy
+    if needed and not isinstance(session.header.get("id"), str):  # a tutorial header: nothing checked its id
+        has = "no id" if "id" not in session.header else f"{_shown(session.header['id'])} as its id"
+        raise MigrationRefused(f"{path}: the header has {has}: pi takes such a file for no session at all (and "
+                               "starts it anew); give the header a string id first; nothing was changed")
     if needed:
         unread = [d for d in session.diagnostics if d.severity == "error" and d.offset >= 0]
         if unread:
@@ -75,7 +80,12 @@ def migrate_file(path: Path, on_progress: Callable[[int], None] | None = None) -
         lock(original.fileno(), path)
         try:
             create_synced(temp, data)
-            check = load_session(temp, exact=True)
+            try:
+                check = load_session(temp, exact=True)
+            except SessionError as error:  # a refusal naming the user's file, never the temporary one
+                reason = str(error).removeprefix(f"{temp}: ")
+                raise MigrationRefused(f"{path}: the migrated copy does not read back ({reason}); "
+                                       "nothing was changed") from None
             if check.entries != session.entries or check.header != session.header:
                 raise MigrationRefused(f"{path}: the migrated copy did not read back the same; nothing was changed")
             # FILE.bak is complete or absent (a full disk must not leave a torn one that blocks a retry)
@@ -88,3 +98,10 @@ def migrate_file(path: Path, on_progress: Callable[[int], None] | None = None) -
             backup_temp.unlink(missing_ok=True)
     return result
 
+
+def _shown(value: object) -> str:
+    """A JSON value for a message: a number, true, false or null as JSON (integers beyond 64 bits too:
+    the file was read exactly), an array or object by its kind (it may be as big or deep as the line)."""
+    if isinstance(value, list | dict):
+        return "an array" if isinstance(value, list) else "an object"
+    return json.dumps(value)

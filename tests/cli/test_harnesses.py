@@ -11,7 +11,7 @@ import pytest
 from conftest import FIXTURES, assert_one_line_error, write_lines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from writeside_helpers import Env, assert_pi_shape, assert_strict_valid, invoke, isolate
+from writeside_helpers import SESSION_NAME, Env, assert_pi_shape, assert_strict_valid, invoke, isolate
 
 CLAUDE = FIXTURES / "claude-code" / "streamed-tools-compaction.jsonl"
 CODEX = FIXTURES / "codex" / "rollout-2026-03-02T09-00-00-019d0000-1111-7222-8333-444455556666.jsonl"
@@ -293,6 +293,43 @@ def test_import_own_files(env: Env) -> None:
     assert_one_line_error(invoke("import", env.cwd / "missing.jsonl"))
     assert "nothing to import" in assert_one_line_error(invoke("import", FIXTURES / "pi" / "v3" /
                                                                 "s02_continue_tool.jsonl"))
+
+
+def _with_session_id(source: Path, session_id: str) -> list[dict]:
+    lines = raw(source)
+    for line in lines:
+        if "sessionId" in line:  # Claude Code: on every line
+            line["sessionId"] = session_id
+        if line.get("type") == "session_meta":  # Codex: in the first line's payload
+            line["payload"]["id"] = session_id
+    return lines
+
+
+@pytest.mark.parametrize("source", [CLAUDE, CODEX], ids=["claude", "codex"])
+@pytest.mark.parametrize("source_id", ["0123456789abcdef0123456789abcde\n", " 0123456789abcdef0123456789abcde",
+                                       "{019d0000-1111-7222-8333-444455556666}"])
+def test_an_id_uuid_reads_only_leniently_is_no_session_id(env: Env, source: Path, source_id: str) -> None:
+    """uuid.UUID takes a newline after 31 hex digits (int() strips whitespace), and braces: such an
+    id became the session id as it was, a file name with a newline in it printed over two lines.
+    It is an id like any other non-UUID one now: the session gets a UUID derived from it."""
+    path = write_lines(env.cwd / "source.jsonl", _with_session_id(source, source_id))
+    result = invoke("import", path)
+    assert result.exit_code == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 1 and "\n" not in result.stdout.rstrip("\n")
+    out = Path(result.stdout.rstrip("\n"))
+    named = SESSION_NAME.match(out.name)
+    assert named and out.is_file(), out.name
+    lines = raw(out)
+    assert lines[0]["id"] == named["id"]
+    assert lines[1]["data"]["sessionId"] == source_id  # the source's own id, kept as it was
+    assert_strict_valid(out)
+
+
+def test_an_uppercase_uuid_is_the_session_id_as_pi_spells_it(env: Env) -> None:
+    path = write_lines(env.cwd / "source.jsonl", _with_session_id(CLAUDE, "0123ABCD-0000-4000-8000-00000000000F"))
+    result = invoke("import", path, "-o", env.cwd / "out.jsonl")
+    assert result.exit_code == 0, result.stderr
+    assert raw(env.cwd / "out.jsonl")[0]["id"] == "0123abcd-0000-4000-8000-00000000000f"
 
 
 # -- list --harness -----------------------------------------------------------------------------------

@@ -53,3 +53,18 @@ def test_a_cost_past_a_float_is_an_infinity_in_the_usage_report(env: Env) -> Non
     (group,) = json.loads(result.stdout)["groups"]
     assert group["key"] == "m" and group["output"] == 2
     assert "inf" in invoke("usage", "model").stdout  # shown as what JavaScript reads, not as 0
+
+
+@pytest.mark.parametrize("version", [2**70, 10**29 + 1, -(2**70)], ids=["2**70", "10**29+1", "-2**70"])
+@pytest.mark.parametrize("command", [["validate"], ["inspect"], ["inspect", "--tree"], ["migrate"], ["export", "--md"]])
+def test_a_header_version_past_64_bits_is_named_as_the_integer(env: Env, version: int, command: list[str]) -> None:
+    """orjson reads such a version as a float: it was refused as `1.1805916207174113e+21 is not a
+    version we know`. The header is read again exactly, and the refusal names the file's number."""
+    path = env.cwd / "v.jsonl"
+    path.write_text(f'{{"type":"session","version":{version},"id":"s1","timestamp":"2026-01-01T00:00:00.000Z",'
+                    '"cwd":"/w"}\n')
+    result = invoke(command[0], path, *command[1:])
+    said = result.stdout + result.stderr
+    assert result.exit_code == (1 if command == ["validate"] else 2), said
+    assert f"session version {version} " in said and "e+" not in said
+    assert ("is newer than this harnesskit reads" if version > 0 else "is not a version we know") in said

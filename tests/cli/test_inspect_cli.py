@@ -286,6 +286,31 @@ def test_unknown_format_is_a_usage_error(run) -> None:
 # --- refused input: exit 2, one line ----------------------------------------------------------------
 
 
+@pytest.mark.parametrize("width", ["99999999999999999999", "1000000000000", "1000000000", "10001", "0", "-5"])
+def test_a_width_out_of_range_is_a_usage_error(run, width: str) -> None:
+    """--width is 1 to 10,000: beyond, the table overflowed an int, ran out of memory or wrote a
+    gigabyte of padding; 0 and below blanked the header."""
+    result = run("inspect", S12, "--width", width)
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert result.stdout == ""
+    assert "Invalid value for '--width'" in result.stderr and "1<=x<=10000" in result.stderr
+
+
+@pytest.mark.parametrize("columns", ["99999999999999999999", "1000000000000", "20000", "abc", "-5", "0"])
+@pytest.mark.parametrize("fmt", ["simple", "grid"])
+def test_an_absurd_columns_is_held_to_10000(run, monkeypatch: pytest.MonkeyPatch, columns: str, fmt: str) -> None:
+    """$COLUMNS is the user's environment, not an option to refuse: too wide, it is taken as 10,000
+    columns; not a positive number, it is ignored (shutil's rule)."""
+    monkeypatch.setenv("COLUMNS", columns)
+    result = run("inspect", S12, "--format", fmt)
+    assert result.exit_code == 0, (result.output, result.exception)
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("session pi v3") and lines[-1].startswith("entries=")
+    assert max(map(len, lines)) <= 10_000
+    if columns.isdigit() and int(columns) > 10_000:
+        assert max(map(len, lines)) >= 10_000 - 2  # the rule is drawn to the whole width
+
+
 def test_missing_path(run, tmp_path: Path) -> None:
     assert "no such file" in assert_one_line_error(run("inspect", tmp_path / "missing.jsonl"))
 

@@ -138,6 +138,42 @@ def test_legacy_file_with_a_torn_last_line_is_refused(run, tmp_path: Path) -> No
     assert listing(tmp_path) == before
 
 
+@pytest.mark.parametrize("header_id", [5, None, [1], ...], ids=["number", "null", "array", "absent"])
+@pytest.mark.parametrize("check", [False, True], ids=["migrate", "check"])
+def test_tutorial_header_without_a_string_id_is_refused(run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         header_id: object, check: bool) -> None:
+    """Its migrated header would be no header to pi (nor to harnesskit): the copy did not read back,
+    and the SessionError naming the temporary file came out as an internal error."""
+    header = {"type": "header", "version": 1, "id": header_id, "createdAt": "2026-01-01T00:00:00Z", "cwd": "/tmp"}
+    if header_id is ...:
+        del header["id"]
+    monkeypatch.chdir(tmp_path)
+    write_lines(tmp_path / "t.jsonl", [header, {"type": "message", "id": "e1", "parentId": None,
+                                                "message": {"role": "user", "content": "hi"}}])
+    before = listing(tmp_path)
+    result = run("migrate", *(["--check"] if check else []), "t.jsonl")
+    assert result.exit_code == 2, (result.output, result.exception)
+    err = result.stderr.splitlines()
+    assert len(err) == 1 and err[0].startswith("harnesskit: error: t.jsonl: the header has "), err
+    assert "string id" in err[0] and "migrating" not in err[0]
+    assert listing(tmp_path) == before  # byte-identical, no .bak, no temp file
+
+
+def test_a_name_with_a_newline_is_shown_on_one_line(run, tmp_path: Path) -> None:
+    """Each message is one line whatever the file is called (a newline spelled \\n, as in errors)."""
+    legacy = tmp_path / "a\nb.jsonl"
+    shutil.copyfile(TUTORIAL_FILES[0], legacy)
+    v3 = tmp_path / "c\nd.jsonl"
+    shutil.copyfile(V3_FILES[0], v3)
+    a, c = (str(p).replace("\n", "\\n") for p in (legacy, v3))
+    assert run("migrate", "--check", legacy, v3).stdout.splitlines() == [
+        f"would migrate {a} (tutorial v1 → pi v3, 6 entries)", f"{c}: already pi v3"]
+    assert run("migrate", legacy, v3).stdout.splitlines() == [
+        f"migrated {a} (tutorial v1 → pi v3, 6 entries; original kept as a\\nb.jsonl.bak)",
+        f"{c}: already pi v3, unchanged"]
+    assert (tmp_path / "a\nb.jsonl.bak").read_bytes() == TUTORIAL_FILES[0].read_bytes()
+
+
 def test_existing_backup_is_refused(run, tmp_path: Path) -> None:
     path = copy(TUTORIAL_FILES[0], tmp_path)
     (tmp_path / f"{path.name}.bak").write_bytes(b"an older backup\n")

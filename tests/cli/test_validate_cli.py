@@ -312,6 +312,20 @@ def test_text_summary(run, tmp_path: Path) -> None:
     assert "1 error" in lines[-1]
 
 
+def test_text_shows_a_name_with_a_newline_on_one_line(run, tmp_path: Path) -> None:
+    """A file name may hold a newline: raw, it split each `file:line:` record (and -v's file line)
+    in two. It is spelled \\n, as an error line spells one."""
+    path, line = with_extra(tmp_path, "a\nb.jsonl", meta("custom", "cafe0001", "deadbeef", customType="t"))
+    shown = str(path).replace("\n", "\\n")
+    result = run("validate", path)
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(f"{shown}:{line}: error: $.parentId:"), lines
+    verbose = run("validate", "-v", path).stdout.splitlines()
+    assert len(verbose) == 3, verbose
+    assert verbose[0].startswith(f"{shown}: 1 error") and verbose[1].startswith(f"  {shown}:{line}: error:")
+
+
 def test_missing_path_exits_2(run, tmp_path: Path) -> None:
     result = run("validate", tmp_path / "missing.jsonl", S03)
     assert result.exit_code == 2

@@ -82,6 +82,22 @@ def test_head_exits_0(env: Env, sessions: dict[str, Path], mode: list[str]) -> N
     assert len(done.stdout.splitlines()) == 1
 
 
+@pytest.mark.parametrize("mode", ["--md", "--html"])
+def test_export_to_a_pipe_closed_early_exits_0(env: Env, tmp_path: Path, mode: str) -> None:
+    """`harnesskit export FILE --md | head -1` ends as inspect does: exit 0, nothing on stderr (it
+    said "harnesskit: error: stdout: Broken pipe" and exited 2). The page is far beyond a pipe's
+    buffer, so the export is still writing when the reader goes."""
+    path = generate.generate(tmp_path / "s.jsonl", 500, seed=7)
+    proc = subprocess.Popen([*PYTHON, "export", str(path), mode], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env.environ())
+    first = proc.stdout.readline()
+    proc.stdout.close()  # the reader leaves after one line
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0, stderr
+    assert stderr == ""
+    assert first.startswith(b"# " if mode == "--md" else b"<!doctype html>")
+
+
 def _kill_later(proc: subprocess.Popen, seconds: float) -> threading.Timer:
     """A guard, not a timing assertion: a process that would wait for the end of the file is
     killed, so the test fails instead of hanging."""

@@ -35,12 +35,12 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return generate.generate(tmp_path_factory.mktemp("progress") / "big.jsonl", 3000, seed=5)  # ~3 MB
 
 
-def run_with_terminal_stderr(env: Env, *args: object) -> tuple[int, str, str]:
+def run_with_terminal_stderr(env: Env, *args: object, columns: str = "100") -> tuple[int, str, str]:
     """The CLI with stderr on a pseudo-terminal and stdout on a pipe: (exit code, stdout, terminal)."""
     master, slave = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "harnesskit", *map(str, args)], stdout=subprocess.PIPE,
                             stderr=slave, stdin=subprocess.DEVNULL, cwd=env.cwd,
-                            env=env.environ(HARNESSKIT_PROGRESS_AFTER="0", COLUMNS="100"))
+                            env=env.environ(HARNESSKIT_PROGRESS_AFTER="0", COLUMNS=columns))
     os.close(slave)
     seen, out = b"", b""
     out_fd = proc.stdout.fileno()
@@ -72,6 +72,16 @@ def test_validate_shows_a_bar_on_a_terminal(env: Env, big: Path) -> None:
     assert "big.jsonl [" in terminal and "%" in terminal and "/3 MB" in terminal  # redraws are throttled: 1+
     assert terminal.rstrip().endswith("\r\x1b[K")  # erased when done
     assert stdout.startswith("checked 1 file, 3000 entries") and "\r" not in stdout and "#" not in stdout
+
+
+def test_a_bar_under_an_absurd_columns_is_at_most_10000_wide(env: Env, big: Path) -> None:
+    """COLUMNS=10**20 made the bar's fill an OverflowError (an internal error, exit 2): it is held to
+    10,000 columns, as every table is."""
+    code, stdout, terminal = run_with_terminal_stderr(env, "validate", big, columns="99999999999999999999")
+    assert code == 0, terminal
+    assert "big.jsonl [" in terminal and "internal error" not in terminal
+    assert max(map(len, terminal.split("\r"))) <= 10_000
+    assert stdout.startswith("checked 1 file, 3000 entries")
 
 
 def test_validate_shows_no_bar_in_a_pipe(env: Env, big: Path) -> None:
