@@ -120,8 +120,9 @@ def inspect(file: str, show_tree: bool, leaf_ref: str | None, show_context: bool
     enabled = gc.isenabled()
     gc.disable()
     try:
+        path = session_path(file, pipes=not (show_context or leaf_ref))  # a pipe streams, unless they seek
         with contextlib.ExitStack() as bars:
-            _inspect(session_path(file), show_tree, leaf_ref, show_context, show_stats, fmt.lower(), as_json, width,
+            _inspect(path, show_tree, leaf_ref, show_context, show_stats, fmt.lower(), as_json, width,
                      no_pager, source, bars)
     finally:
         if enabled:

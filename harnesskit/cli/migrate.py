@@ -40,7 +40,7 @@ def migrate(files: tuple[Path, ...], check: bool, quiet: bool) -> None:
     pending = 0
     for path in files:
         try:
-            regular(path)
+            regular(path, pipes=check)  # --check reads the header only
             if check:
                 with progress(file_size(path), str(path), quiet) as report:
                     result, _ = plan(path, report)

@@ -15,30 +15,30 @@ from harnesskit.session.tree import EntryNotFound
 from .errors import Fail, warn
 
 
-def session_path(ref: str, here: Path | None = None) -> Path:
+def session_path(ref: str, here: Path | None = None, pipes: bool = False) -> Path:
     """The file `ref` names (looked up in `here`, default this directory's sessions, then all), or
-    one error line: nothing matched, or the list of what did, or it is no regular file."""
+    one error line: nothing matched, or the list of what did, or it is no file to read (`regular`)."""
     try:
         path = store.find_session(ref, here if here is not None else store.session_dir(os.getcwd()))
     except store.SessionRefError as error:
         raise Fail(str(error)) from None
-    return regular(path)
+    return regular(path, pipes)
 
 
-_SPECIAL = ((stat.S_ISFIFO, "a pipe"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
-            (stat.S_ISSOCK, "a socket"))
+_SPECIAL = ((stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
 
 
-def regular(path: Path) -> Path:
-    """`path`, unless it is a pipe, a device or a socket (`<(cmd)`, a FIFO, /dev/zero): one error line
-    then. The readers take a file's size from its stat and read it more than once (the header, then
-    the rest, by two processes), which such a file cannot give: it looked empty, or blocked for ever,
-    or (/dev/zero) grew one line without end. Standard input is `-` where a command reads it."""
+def regular(path: Path, pipes: bool = False) -> Path:
+    """`path`, unless it is a device or a socket (no session file: /dev/zero is one line without
+    end), or a pipe (`<(cmd)`, a FIFO) where `pipes` is False: one error line then. A pipe is read
+    as it comes only by what reads a file once from its start (the table, --json, --stats, --tree,
+    `migrate --check`); the rest take its size from its stat, seek in it or read it twice, which a
+    pipe cannot give: it looked empty, failed on a seek, or blocked for ever."""
     try:
         mode = path.stat().st_mode
     except OSError:
         return path  # not there, or not readable: each command says so its own way
-    for test, kind in _SPECIAL:
+    for test, kind in ((stat.S_ISFIFO, "a pipe"), *_SPECIAL) if not pipes else _SPECIAL:
         if test(mode):
             raise Fail(f"{path}: {kind}, not a regular file: save what it gives to a file first")
     return path
