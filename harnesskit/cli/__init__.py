@@ -14,6 +14,12 @@ from harnesskit.text import visible
 
 from .interrupts import settle
 
+# The reader keeps integers of up to 4,300 digits exactly (reader.MAX_INT_DIGITS, not imported here:
+# start-up counts); a sum of them (a --stats total, a compaction's tokensBefore) has a digit or two
+# more, which Python's default limit (or a lower PYTHONINTMAXSTRDIGITS) refuses to write. Twice that
+# still bounds the quadratic int<->str conversion the limit guards (a few ms).
+sys.set_int_max_str_digits(8_600)
+
 # command name -> (module, attribute, one-line help shown in `harnesskit --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "chat": ("harnesskit.cli.chat", "chat", "Talk to a model; every message is saved as it is finalised."),

@@ -18,7 +18,7 @@ import gc
 import os
 import sys
 from collections import ChainMap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -76,6 +76,9 @@ class _State:
     pending: list[tuple[int, str, str]] | None = None
     # a worker only: duplicate-id problems (index, id, first line), reworded once line numbers are known
     duplicates: list[tuple[int, str, int]] | None = None
+    # an id's latest duplicate: id -> (its line, its parentId). pi's byId links parentIds to it, so the
+    # cycles are those of parent_of with these parents (line_of and parent_of keep the first entry's)
+    redefined: dict[str, tuple[int, str | None]] = field(default_factory=dict)
     last_id: str | None = None  # a parentId equal to it shares its string (memory)
 
     def add(self, line: int, path: str, message: str, code: str, severity: str = "error") -> None:
@@ -84,10 +87,15 @@ class _State:
     def orphan(self, line: int, call_id: str) -> None:
         self.report.problems.append(_orphan(self.report.file, line, call_id))
 
-    def duplicate(self, line: int, entry_id: str, first: int) -> None:
+    def duplicate(self, line: int, entry_id: str, first: int, parent: str | None) -> None:
+        """An id seen before: reported, and its parent checked as pi and inspect see it (the later
+        entry is the one parentIds link to), so a dangling or self parent here is not missed."""
         self.add(line, "$.id", f"duplicate id {entry_id!r} (first on line {first})", "duplicate-id")
         if self.duplicates is not None:
             self.duplicates.append((len(self.report.problems) - 1, entry_id, first))
+        self.redefined[entry_id] = (line, parent)
+        if parent is not None and (parent == entry_id or parent not in self.line_of):
+            self.forward.append((line, entry_id, parent))
 
 
 def _orphan(file: str, line: int, call_id: str) -> Problem:
@@ -247,7 +255,7 @@ def _scan(fp, state: _State, migrator: Migrator, header_line: int, number: int, 
                     parent = last_id
                 first = line_of.setdefault(entry_id, number)
                 if first != number:
-                    state.duplicate(number, entry_id, first)
+                    state.duplicate(number, entry_id, first, parent)
                 else:
                     parent_of[entry_id] = parent
                     if parent is not last_id and parent is not None and (parent == entry_id or parent not in line_of):
@@ -283,7 +291,7 @@ def _scan(fp, state: _State, migrator: Migrator, header_line: int, number: int, 
                             parent = last_id  # one string for the id and its child's parentId (memory)
                         first = line_of.setdefault(entry_id, number)
                         if first != number:
-                            state.duplicate(number, entry_id, first)
+                            state.duplicate(number, entry_id, first, parent)
                         else:
                             parent_of[entry_id] = parent
                             # the entry just before is no forward parent (and is not this entry: no duplicate)
@@ -321,7 +329,7 @@ def _scan(fp, state: _State, migrator: Migrator, header_line: int, number: int, 
                             parent = last_id
                         first = line_of.get(entry_id)
                         if first is not None:
-                            state.duplicate(number, entry_id, first)
+                            state.duplicate(number, entry_id, first, parent)
                         else:
                             line_of[entry_id] = number
                             parent_of[entry_id] = parent
@@ -412,7 +420,7 @@ def _check_entry(state: _State, entry: dict, line: int) -> None:
     line_of = state.line_of
     first = line_of.get(entry_id)
     if first is not None:
-        state.duplicate(line, entry_id, first)
+        state.duplicate(line, entry_id, first, parent)
         return
     line_of[entry_id] = line
     state.parent_of[entry_id] = parent
@@ -481,8 +489,9 @@ def _check_split(fp, state: _State, migrator: Migrator, header_line: int, offset
 
     The parent checks [offset, cut), a forked worker [cut, end) with line numbers counted from its
     start. When the parent is done it sends its line count; the worker answers with its problems
-    (renumbered), its ids, forward parents, references and pending tool-result walks; only when a
-    forward parentId exists anywhere (a damaged file) does the parent ask for the worker's maps too.
+    (renumbered), its ids, forward parents, references, pending tool-result walks and duplicates'
+    parents; only when a forward parentId or a duplicate id exists anywhere (a damaged file) does the
+    parent ask for the worker's maps too.
     """
     cut = split_point(fp, offset)
     if cut is None:
@@ -503,7 +512,7 @@ def _check_split(fp, state: _State, migrator: Migrator, header_line: int, offset
         with open_range(fp.fileno(), offset, cut, _BUFFER, report) as first_half:
             base = _scan(first_half, mine, migrator, header_line, header_line, offset, _typed_lane(cut - offset))
         here.send(base)
-        problems, entries, ids, forward, refs, pending = here.recv()
+        problems, entries, ids, forward, refs, pending, redefined = here.recv()
         line_of = mine.line_of
         if not line_of.keys().isdisjoint(ids):
             here.send("stop")
@@ -514,8 +523,9 @@ def _check_split(fp, state: _State, migrator: Migrator, header_line: int, offset
         theirs = dict.fromkeys({target for _, _, target, _ in refs if target not in line_of}.intersection(ids))
         del ids
         forward = mine.forward + [f for f in forward if f[2] not in line_of]
+        redefined = mine.redefined | redefined  # (an id in both halves sent us to one pass above)
         calls_of, parent_of = mine.calls_of, mine.parent_of
-        if forward:  # a damaged file: finish with both halves' maps
+        if forward or redefined:  # a damaged file: finish with both halves' maps
             here.send("maps")
             their_lines, their_parents, their_calls = here.recv()
             line_of.update(their_lines)
@@ -537,7 +547,7 @@ def _check_split(fp, state: _State, migrator: Migrator, header_line: int, offset
     state.report.entries += mine.report.entries + entries
     state.report.problems += mine.report.problems + problems + orphans
     _finish(_State(state.report, line_of=ChainMap(line_of, theirs) if theirs else line_of, parent_of=parent_of,
-                   calls_of=calls_of, forward=forward, refs=refs))
+                   calls_of=calls_of, forward=forward, refs=refs, redefined=redefined))
     return True
 
 
@@ -575,6 +585,7 @@ def _worker(file: str, start: int, migrator: Migrator, header_line: int, conn) -
         [(line + base, entry_id, parent) for line, entry_id, parent in state.forward],
         [(line + base, path, target, root_ok) for line, path, target, root_ok in state.refs],
         [(line + base, node, call_id) for line, node, call_id in state.pending],
+        {entry_id: (line + base, parent) for entry_id, (line, parent) in state.redefined.items()},
     ))
     if conn.recv() == "maps":
         conn.send(({k: v + base for k, v in line_of.items()}, state.parent_of, state.calls_of))
@@ -598,22 +609,29 @@ def _finish(state: _State) -> None:
 
 
 def _cycles(state: _State) -> list[tuple[int, str]]:
-    """Entries on a parentId cycle. Only forward references can close one, so walk from those."""
+    """Entries on a parentId cycle, as pi links them (a duplicated id: its latest entry, at its line).
+    Only a forward reference or a redefined id can close one, so walk from those."""
     found: list[tuple[int, str]] = []
     done: set[str] = set()
-    for _line, entry_id, _parent in state.forward:
+    redefined = state.redefined
+    parent_of: Mapping[str, str | None] = state.parent_of
+    line_of: Mapping[str, int] = state.line_of
+    if redefined:
+        parent_of = ChainMap({k: parent for k, (_, parent) in redefined.items()}, state.parent_of)
+        line_of = ChainMap({k: line for k, (line, _) in redefined.items()}, state.line_of)
+    for entry_id in [*(entry_id for _line, entry_id, _parent in state.forward), *redefined]:
         trail: list[str] = []
         on_trail: set[str] = set()
         node: str | None = entry_id
-        while node is not None and node not in done and node in state.parent_of:
+        while node is not None and node not in done and node in parent_of:
             if node in on_trail:
                 cycle_start = trail.index(node)
                 for member in trail[cycle_start:]:
-                    found.append((state.line_of[member], member))
+                    found.append((line_of[member], member))
                 break
             trail.append(node)
             on_trail.add(node)
-            node = state.parent_of[node]
+            node = parent_of[node]
         done.update(trail)
     return sorted(found)
 

@@ -159,6 +159,29 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
 
 
+#: the longest integer read exactly: Python's default int<->str limit, which msgspec (the fast lanes)
+#: keeps too. Decimal text to int takes time quadratic in its length, so a longer integer is read as
+#: pi's JSON.parse reads every number, as a float (an infinity past 309 digits), in linear time.
+MAX_INT_DIGITS = 4300
+
+
+class NumberTooLong(ValueError):
+    """An integer longer than MAX_INT_DIGITS where it must be kept exactly (a rewrite)."""
+
+
+def read_int(text: str) -> int | float:
+    if len(text) - text.startswith("-") > MAX_INT_DIGITS:
+        return float(text)
+    return int(text)
+
+
+def _exact_int(text: str) -> int:
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_INT_DIGITS:
+        raise NumberTooLong(f"an integer of {digits:,} digits (harnesskit keeps up to {MAX_INT_DIGITS:,} exactly)")
+    return int(text)
+
+
 #: the deepest nesting read: orjson's own limit, and the stdlib fallback is held to the same (pi's
 #: JSON.parse reads deeper; a deeper line is reported as such, never as "not JSON")
 MAX_DEPTH = 1024
@@ -177,7 +200,8 @@ def parse_line(content: bytes, exact: bool = False, replace: bool = False) -> tu
     """Parse one line: (value, error code, error reason).
 
     orjson is the fast path; the stdlib parses what orjson refuses but JSON allows, and `exact`
-    (used by migrate, which rewrites files) keeps integers beyond 64 bits that orjson turns to floats.
+    (used by migrate, which rewrites files) keeps integers beyond 64 bits that orjson turns to floats
+    and refuses one longer than MAX_INT_DIGITS (which it would otherwise rewrite as an infinity).
     `replace` reads bytes that are not UTF-8 as U+FFFD, as pi does (used for the header only).
     Nesting deeper than MAX_DEPTH is refused with that reason on every path.
     """
@@ -193,9 +217,11 @@ def parse_line(content: bytes, exact: bool = False, replace: bool = False) -> tu
             return None, "invalid-utf8", f"not UTF-8 (byte {error.start})"
         text = content.decode("utf-8", "replace")
     try:
-        value = _stdlib_loads(text)
+        value = stdlib_loads(text, _exact_int if exact else read_int)
     except RecursionError:  # deeper than MAX_DEPTH + 100 levels: the limit below leaves that many
         return None, "too-deep", _TOO_DEEP
+    except NumberTooLong as error:
+        return None, "number-too-long", str(error)
     except ValueError as error:
         return None, "invalid-json", f"not JSON ({error})"
     if text.count("[") + text.count("{") > MAX_DEPTH and _deeper_than(text, MAX_DEPTH):
@@ -218,9 +244,11 @@ def room_for_depth() -> Iterator[None]:
         sys.setrecursionlimit(limit)
 
 
-def _stdlib_loads(text: str) -> object:
+def stdlib_loads(text: str | bytes, parse_int: Callable[[str], object] = read_int) -> object:
+    """The stdlib's json.loads as the reader uses it: no NaN or Infinity (not JSON), an integer longer
+    than MAX_INT_DIGITS as a float (what pi reads), MAX_DEPTH levels of room whoever calls."""
     with room_for_depth():
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, parse_int=parse_int)
 
 
 def classify(value: object) -> tuple[str, str] | None:

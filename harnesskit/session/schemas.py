@@ -385,6 +385,8 @@ def _message(error: ValidationError, title: str) -> str:
     where = _where(title)
     v = error.validator
     if v == "type":
+        if isinstance(error.instance, float) and math.isinf(error.instance):  # 1e400, or 5,000 nines
+            return f"{where}a number too large for a double (pi reads it as Infinity)"
         expected = error.validator_value
         expected = " or ".join(expected) if isinstance(expected, list) else expected
         return f"{where}{value} is not of type {expected}"

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from .format import home_dir, is_header, session_name
-from .reader import parse_line
+from .reader import parse_line, read_int
 
 if TYPE_CHECKING:
     from .snapshot import Scan
@@ -66,7 +66,7 @@ def loads(raw: bytes) -> object:
         import json
 
         try:
-            return json.loads(raw, parse_constant=_not_json)
+            return json.loads(raw, parse_constant=_not_json, parse_int=read_int)
         except (ValueError, RecursionError):
             raise error from None
 

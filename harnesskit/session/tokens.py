@@ -29,13 +29,14 @@ class CompactionSettings:
 
 
 def usage_tokens(usage: object) -> int:
-    """The context size one response measured: input + output + cache reads and writes (pi)."""
+    """The context size one response measured: input + output + cache reads and writes (pi). An
+    infinity (1e400, or an integer too long to read exactly) is no count, as in --stats."""
     if not isinstance(usage, dict):
         return 0
     total = 0
     for key in ("input", "output", "cacheRead", "cacheWrite"):
         value = usage.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < math.inf:
             total += int(value)
     return total
 

@@ -340,3 +340,42 @@ def test_validate_never_writes(run, tmp_path: Path) -> None:
     path.write_bytes(data)
     run("validate", path)
     assert path.read_bytes() == data
+
+
+def _structure(run, path: Path) -> tuple[list[tuple[int, str]], str]:
+    """validate's (line, code) problems, and what inspect warns about the same file."""
+    _, found = problems(run, path)
+    return sorted((p["line"], p["code"]) for p in found), run("inspect", "--no-pager", path).stderr
+
+
+def test_a_duplicate_ids_own_dangling_parent_is_reported(run, tmp_path: Path) -> None:
+    """pi and inspect link parentIds to the later entry of an id: its parent is the one they see."""
+    path, line = with_extra(tmp_path, "dup-dangling.jsonl", {**base()[-1], "parentId": "deadbeef"})
+    found, warned = _structure(run, path)
+    assert found == [(line, "dangling-parent"), (line, "duplicate-id")]
+    assert f"line {line}: parentId deadbeef names no entry" in warned
+
+
+def test_a_duplicate_ids_own_self_parent_is_a_cycle(run, tmp_path: Path) -> None:
+    path, line = with_extra(tmp_path, "dup-self.jsonl", {**base()[-1], "parentId": LAST})
+    found, warned = _structure(run, path)
+    assert found == [(line, "cycle"), (line, "duplicate-id")]  # once, at the duplicate
+    assert f"line {line}: parentId cycle through {LAST}" in warned
+
+
+def test_a_duplicate_id_closes_a_cycle_through_its_descendant(run, tmp_path: Path) -> None:
+    path, line = with_extra(tmp_path, "dup-cycle.jsonl", meta("custom", "cafe0001", LAST, customType="t"),
+                            meta("custom", "cafe0002", "cafe0001", customType="t"),
+                            meta("custom", "cafe0001", "cafe0002", customType="t"))
+    found, warned = _structure(run, path)
+    assert found == [(line + 1, "cycle"), (line + 2, "cycle"), (line + 2, "duplicate-id")]
+    assert "parentId cycle through" in warned
+
+
+def test_a_self_parent_undone_by_a_later_duplicate_is_no_cycle(run, tmp_path: Path) -> None:
+    """The first entry's self-parent links to the later entry of its id, a child of LAST: no cycle."""
+    path, line = with_extra(tmp_path, "dup-undone.jsonl", meta("custom", "cafe0001", "cafe0001", customType="t"),
+                            meta("custom", "cafe0001", LAST, customType="t"))
+    found, warned = _structure(run, path)
+    assert found == [(line + 1, "duplicate-id")]
+    assert "cycle" not in warned

@@ -112,6 +112,15 @@ def damage(lines: list[bytes], kind: str, at: int) -> list[bytes]:
     elif kind == "duplicate-near":
         e["id"] = _entry(out[at - 3])["id"]
         out[at] = _dump(e)
+    elif kind == "duplicate-dangling":  # a duplicate's own parent counts (pi links to the later entry)
+        e["id"], e["parentId"] = _entry(out[at - 3])["id"], "deadbeef"
+        out[at] = _dump(e)
+    elif kind == "duplicate-self":
+        e["id"] = e["parentId"] = _entry(out[at - 3])["id"]
+        out[at] = _dump(e)
+    elif kind == "duplicate-cycle":  # an id again, under an entry that descends from its first
+        e["id"], e["parentId"] = _entry(out[at - 3])["id"], prev["id"]
+        out[at] = _dump(e)
     elif kind == "dangling":
         e["parentId"] = "deadbeef"
         out[at] = _dump(e)
@@ -152,11 +161,14 @@ def damage(lines: list[bytes], kind: str, at: int) -> list[bytes]:
 
 
 KINDS = ["not-json", "glued", "not-utf8", "not-object", "no-type", "blank", "crlf", "header", "unknown-type",
-         "schema", "no-id", "duplicate-early", "duplicate-near", "dangling", "forward", "self-parent", "cycle",
+         "schema", "no-id", "duplicate-early", "duplicate-near", "duplicate-dangling", "duplicate-self",
+         "duplicate-cycle", "dangling", "forward", "self-parent", "cycle",
          "orphan", "far-result", "label-later", "dangling-ref", "truncated-end", "no-final-newline"]
 
 
 QUIET = {"blank", "crlf", "far-result", "label-later"}  # harmless: no problem, but a different path
+# what a duplicate's own parent makes of it, on the duplicate's line (as pi and inspect see it)
+ON_DUPLICATE = {"duplicate-dangling": "dangling-parent", "duplicate-self": "cycle", "duplicate-cycle": "cycle"}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -168,6 +180,9 @@ def test_damage_on_both_sides(kind: str, clean: list[bytes], tmp_path: Path, mon
         path.write_bytes(b"".join(lines))
         _, _, problems = assert_same(path, monkeypatch)
         assert bool(problems) == (kind not in QUIET), (kind, fraction, problems)
+        if kind in ON_DUPLICATE:
+            (line,) = [p["line"] for p in problems if p["code"] == "duplicate-id"]
+            assert [p["code"] for p in problems if p["line"] == line] == ["duplicate-id", ON_DUPLICATE[kind]]
 
 
 def test_many_kinds_at_once(clean: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
