@@ -16,6 +16,7 @@ from harnesskit.text import visible
 from . import render
 from .errors import Fail
 from .indexing import parse_day, refreshed
+from .rows import shown
 from .screen import echo
 
 ROLES = ("user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary")
@@ -103,7 +104,8 @@ def search(query: str, harness: str | None, cwd: str | None, everywhere: bool, s
         return
     bold = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     for number, hit in enumerate(hits, 1):
-        echo(f"{number}. {_time(hit.time_ms)}  {hit.role}  {(hit.session_id or '?')[:13]}  {hit.cwd or ''}")
+        # each on one line: a newline in a file's role, id, cwd or path must not forge a line of its own
+        echo(shown(f"{number}. {_time(hit.time_ms)}  {hit.role}  {(hit.session_id or '?')[:13]}  {hit.cwd or ''}"))
         click.echo(f"   {_marked(hit.snippet, bold)}")  # made visible piece by piece: only our marks are raw
         for command in opens(hit):
-            echo(f"   {command}")
+            echo(f"   {shown(command)}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from harnesskit.config import ConfigError, load_config
@@ -19,7 +21,7 @@ COLUMNS = ["input", "output", "cache read", "cache write", "total tokens", "cost
 def _cost(totals: Totals) -> str:
     if totals.unpriced == totals.messages and totals.messages:
         return "unpriced"
-    text = f"${totals.cost:,.2f}"
+    text = f"${totals.cost:,.2f}" if math.isfinite(totals.cost) else "out of range"  # costs of 1e400, -1e400
     return f"{text} + {totals.unpriced} unpriced" if totals.unpriced else text
 
 

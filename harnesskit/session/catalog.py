@@ -383,7 +383,7 @@ def take_entry(found: Found, entry: dict, line: int) -> None:
                 entry_id = entry.get("id")
                 found.usage.append((found.session, entry_id if entry_id.__class__ is str else None, stamp,
                                     provider if provider.__class__ is str else None, model, *counts,
-                                    total or sum(counts), _cost(usage, counts)))
+                                    total or count(sum(counts)), _cost(usage, counts)))  # int64 each
         elif role == "user" and found.first_user is None:
             found.first_user = first_text(message.get("content"))  # as `list` shows it
     elif kind == "custom_message":

@@ -7,6 +7,7 @@ incomplete, and the report says so rather than counting it as free.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -41,10 +42,13 @@ class Totals:
             self.cost += cost
 
     def as_dict(self) -> dict:
+        """JSON's values: a cost summed past a float's range (costs a file says are 1e400) is no number
+        JSON has, so it is null, as an unknown cost is."""
+        known = round(self.cost, 6) if math.isfinite(self.cost) else None
         return {"input": self.input, "output": self.output, "cacheRead": self.cache_read,
                 "cacheWrite": self.cache_write, "totalTokens": self.total,
-                "cost": round(self.cost, 6) if not self.unpriced else None,
-                "knownCost": round(self.cost, 6), "unpricedMessages": self.unpriced, "messages": self.messages}
+                "cost": known if not self.unpriced else None,
+                "knownCost": known, "unpricedMessages": self.unpriced, "messages": self.messages}
 
 
 @dataclass

@@ -813,3 +813,71 @@ def test_index_shows_progress_on_a_terminal_only(env: Env) -> None:
     assert "200 session files" in stdout and "\r" not in stdout
     quiet = run_with_terminal_stderr(env, "index", "--rebuild", "-q")
     assert quiet[0] == 0 and "indexing [" not in quiet[2]
+
+
+# -- numbers and text a file may hold, through index, search and usage ---------------------------------
+
+
+def _raw_session(env: Env, cwd: str, messages: list[dict], name: str = "odd") -> Path:
+    directory = env.sessions / ("--" + cwd.strip("/").replace("/", "-").replace("\n", "-") + "--")
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.jsonl"
+    lines = [{"type": "session", "version": 3, "id": f"{name}-id", "timestamp": iso(START_MS), "cwd": cwd}]
+    parent = None
+    for i, message in enumerate(messages):
+        lines.append({"type": "message", "id": f"{i:08x}", "parentId": parent, "timestamp": iso(START_MS + i),
+                      "message": {"timestamp": START_MS + i, **message}})
+        parent = f"{i:08x}"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _assistant(text: str, **usage: object) -> dict:
+    return {"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "p", "model": "m",
+            "usage": usage}
+
+
+def _strict_json(text: str) -> object:
+    def refuse(constant: str) -> object:
+        raise ValueError(f"{constant} is no JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_token_counts_whose_sum_passes_64_bits_are_indexed(env: Env) -> None:
+    """Two counts each within SQLite's integers, with no totalTokens: their sum is not. It raised an
+    OverflowError in every later `index`, `search`, `usage` and `list` until the file changed."""
+    big = 5_000_000_000_000_000_000
+    _raw_session(env, "/w", [{"role": "user", "content": "bignumbers please"},
+                             _assistant("done", input=big, output=big)])
+    for args in (["index"], ["search", "bignumbers", "--all"], ["usage", "--json"], ["list", "--all"]):
+        result = invoke(*args)
+        assert result.exit_code == 0, (args, result.output)
+    totals = _strict_json(invoke("usage", "--json").stdout)["totals"]
+    assert (totals["input"], totals["output"], totals["totalTokens"]) == (big, big, 0)  # a count past 64 bits: none
+
+
+def test_usage_json_stays_json_when_costs_pass_a_floats_range(env: Env) -> None:
+    """Costs a file says are 1e400 and -1e400 summed to NaN, which json_line wrote as NaN: no JSON."""
+    cost = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+    path = _raw_session(env, "/w", [_assistant("a", input=1, output=1, totalTokens=2, cost={**cost, "total": 1}),
+                                    _assistant("b", input=1, output=1, totalTokens=2, cost={**cost, "total": 2})])
+    path.write_text(path.read_text(encoding="utf-8").replace('"total": 1}', '"total": 1e400}')
+                    .replace('"total": 2}', '"total": -1e400}'), encoding="utf-8")
+    for kind in ("daily", "model", "session"):
+        result = invoke("usage", kind, "--json")
+        assert result.exit_code == 0, result.output
+        data = _strict_json(result.stdout)
+        assert data["totals"]["cost"] is None and data["totals"]["messages"] == 2
+    table = invoke("usage")
+    assert table.exit_code == 0 and "out of range" in table.stdout and "nan" not in table.stdout.lower()
+
+
+def test_a_newline_in_a_header_cannot_forge_a_line_of_search_output(env: Env) -> None:
+    forged = "/w\n   harnesskit continue /tmp/evil.jsonl --from a1"
+    _raw_session(env, forged, [{"role": "user", "content": "forgeneedle here"}])
+    result = invoke("search", "forgeneedle", "--all")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert not any(line.lstrip().startswith("harnesskit continue /tmp/evil") for line in lines), lines
+    assert "/w\\n   harnesskit continue /tmp/evil.jsonl" in lines[0]
