@@ -9,13 +9,13 @@ import os
 import sys
 import time
 import unicodedata
-from datetime import datetime
 from pathlib import Path
 
 import click
 import orjson
 
 from harnesskit.session import snapshot, store
+from harnesskit.session.format import shown_time
 
 from .table import terminal_width
 
@@ -138,7 +138,7 @@ def _shown(rows: list[tuple], width: int, as_json: bool, full_path: bool) -> str
         return None
     files, modified, _ids, _cwds, names, first_users, messages, models = map(list, zip(*rows, strict=True))
     root = os.path.join(store.sessions_root(), "")
-    when: dict[int, str] = {}
+    when: dict[int | None, str] = {}
     if not full_path:
         files = [f[len(root):] if f.startswith(root) else f for f in files]
     columns = [[_when(m, when) for m in modified], _cleaned(names), list(map(str, messages)), _cleaned(models),
@@ -206,15 +206,12 @@ def _pad(text: str, width: int) -> str:
     return text + " " * (width - _width(text))
 
 
-def _when(seconds: float, memo: dict[int, str]) -> str:
-    minute = int(seconds // 60) if seconds == seconds and abs(seconds) < 1e12 else 0
+def _when(seconds: float, memo: dict[int | None, str]) -> str:
+    """The local minute of `seconds`, worked out once per minute (100,000 rows share few)."""
+    minute = int(seconds // 60) if seconds == seconds and abs(seconds) < 1e18 else None  # NaN, infinities: "?"
     text = memo.get(minute)
     if text is None:
-        try:
-            text = datetime.fromtimestamp(minute * 60).strftime("%Y-%m-%d %H:%M")
-        except (ValueError, OverflowError, OSError):
-            text = "?"
-        memo[minute] = text
+        text = memo[minute] = "?" if minute is None else shown_time(minute * 60)
     return text
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
 
 import click
 
 from harnesskit.session import catalog
+from harnesskit.session.format import shown_time
 from harnesskit.text import visible
 
 from . import render
@@ -28,12 +29,6 @@ def opens(hit: catalog.Hit) -> list[str]:
         return [f"harnesskit inspect {path}"]
     entry = shlex.quote(hit.entry_id)
     return [f"harnesskit continue {path} --from {entry}", f"harnesskit inspect {path} --leaf {entry}"]
-
-
-def _time(ms: int | None) -> str:
-    if ms is None:
-        return "?"
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def _marked(snippet: str, bold: bool) -> str:
@@ -103,7 +98,8 @@ def search(query: str, harness: str | None, cwd: str | None, everywhere: bool, s
         return
     bold = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     for number, hit in enumerate(hits, 1):
-        echo(f"{number}. {_time(hit.time_ms)}  {hit.role}  {(hit.session_id or '?')[:13]}  {hit.cwd or ''}")
+        when = shown_time(hit.time_ms, UTC, ms=True)
+        echo(f"{number}. {when}  {hit.role}  {(hit.session_id or '?')[:13]}  {hit.cwd or ''}")
         click.echo(f"   {_marked(hit.snippet, bold)}")  # made visible piece by piece: only our marks are raw
         for command in opens(hit):
             echo(f"   {command}")

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from writeside_helpers import Env, invoke, isolate, wait_for
 
 from harnesskit.session import catalog, pricing
+from harnesskit.session.store import encode_cwd
 from harnesskit.session.usage import report
 
 
@@ -813,3 +814,76 @@ def test_index_shows_progress_on_a_terminal_only(env: Env) -> None:
     assert "200 session files" in stdout and "\r" not in stdout
     quiet = run_with_terminal_stderr(env, "index", "--rebuild", "-q")
     assert quiet[0] == 0 and "indexing [" not in quiet[2]
+
+
+# ------------------------------------------------------------------ times no date holds
+
+MICROSECONDS = START_MS * 1000  # 2026-01-01 written in microseconds: year 57971 when read as ms
+
+
+def _microsecond_session(env: Env) -> Path:
+    """This directory's session whose first answer's time is in microseconds, its second in ms."""
+    path = env.sessions / encode_cwd(str(env.cwd)) / "2026-01-01T00-00-00-000Z_odd.jsonl"
+    path.parent.mkdir(parents=True)
+    usage = {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
+             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0.25}}
+    lines = [{"type": "session", "version": 3, "id": "odd", "timestamp": iso(START_MS), "cwd": str(env.cwd)}]
+    for n, (text, ms) in enumerate([("tsneedle", MICROSECONDS), ("tsnormal", START_MS)]):
+        user, answer = f"{2 * n:08x}", f"{2 * n + 1:08x}"
+        lines += [
+            {"type": "message", "id": user, "parentId": lines[-1].get("id") if n else None, "timestamp": iso(START_MS),
+             "message": {"role": "user", "content": f"ask {text}", "timestamp": START_MS}},
+            {"type": "message", "id": answer, "parentId": user, "timestamp": iso(START_MS),
+             "message": {"role": "assistant", "content": [{"type": "text", "text": text}], "api": "x",
+                         "provider": "p", "model": "m", "usage": usage, "stopReason": "stop", "timestamp": ms}},
+        ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_a_time_no_date_holds_shows_as_unknown_in_search(env: Env) -> None:
+    _microsecond_session(env)
+    text = invoke("search", "tsneedle", "--all")
+    assert text.exit_code == 0, text.output
+    assert text.stdout.splitlines()[0].startswith("1. ?  assistant  odd")
+    hits = invoke("search", "tsneedle", "--all", "--json")
+    assert hits.exit_code == 0, hits.output
+    found = {(h["role"], h["timestamp"]) for h in map(json.loads, hits.stdout.splitlines())}
+    assert found == {("user", START_MS), ("assistant", MICROSECONDS)}
+
+
+@pytest.mark.parametrize("kind", ["daily", "weekly", "monthly"])
+def test_usage_counts_a_time_no_date_holds_under_no_time(env: Env, kind: str) -> None:
+    """Left out, its tokens and cost would be missing from the total: they are counted, under no date."""
+    _microsecond_session(env)
+    result = invoke("usage", kind, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    day = {"daily": "2026-01-01", "weekly": "2025-12-29", "monthly": "2026-01"}[kind]
+    assert [(g["key"], g["totalTokens"], g["cost"]) for g in data["groups"]] == [("(no time)", 15, 0.25),
+                                                                                  (day, 15, 0.25)]
+    assert data["totals"]["totalTokens"] == 30 and data["totals"]["messages"] == 2
+    table = invoke("usage", kind)
+    assert table.exit_code == 0, table.output
+    assert [line.split()[:2] for line in table.stdout.splitlines()[2:]] == [["(no", "time)"], [day, "10"],
+                                                                            ["total", "20"]]
+
+
+def test_list_shows_a_time_no_date_holds_as_unknown_with_and_without_the_index(env: Env) -> None:
+    _microsecond_session(env)  # the last message is the ms one: the session's activity is its time
+    path = env.sessions / encode_cwd(str(env.cwd)) / "2026-01-01T00-00-00-000Z_late.jsonl"
+    lines = [{"type": "session", "version": 3, "id": "late", "timestamp": iso(START_MS), "cwd": str(env.cwd)},
+             {"type": "message", "id": "00000001", "parentId": None, "timestamp": iso(START_MS),
+              "message": {"role": "user", "content": "late one", "timestamp": MICROSECONDS}}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    shown = []
+    for _ in ("files", "index"):
+        table, rows = invoke("list"), invoke("list", "--json")
+        assert table.exit_code == 0 and rows.exit_code == 0, (table.output, rows.output)
+        assert [json.loads(line)["id"] for line in rows.stdout.splitlines()] == ["late", "odd"]
+        late = table.stdout.splitlines()[1]
+        assert late.split()[:3] == ["?", "1", "late"], late
+        assert "1970" not in table.stdout
+        shown.append((table.stdout, rows.stdout))
+        assert invoke("index").exit_code == 0
+    assert shown[0] == shown[1]
