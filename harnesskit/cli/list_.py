@@ -17,7 +17,7 @@ import orjson
 from harnesskit.session import snapshot, store
 from harnesskit.session.format import shown_time
 
-from .table import terminal_width
+from .table import ROWS, terminal_width
 
 HEADERS = ("modified", "name", "msgs", "model", "first message", "path")
 _NAME_MAX, _MODEL_MAX, _ROOM_MIN, _GAP = 20, 16, 30, "  "
@@ -26,7 +26,7 @@ _NAME_MAX, _MODEL_MAX, _ROOM_MIN, _GAP = 20, 16, 30, "  "
 @click.command("list")
 @click.option("--all", "everywhere", is_flag=True, help="Sessions of every directory, not just this one.")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines, one session per line.")
-@click.option("-n", "limit", type=click.IntRange(min=1), default=None, help="At most N sessions.")
+@click.option("-n", "limit", type=click.IntRange(*ROWS), default=None, help="At most N sessions.")
 @click.option("--session-dir", metavar="DIR", help="List this directory instead.")
 @click.option("--full-path", is_flag=True, help="Print each path whole (the table is otherwise cut to the terminal).")
 @click.option("--harness", type=click.Choice(["pi", "claude", "codex", "all"]), default="pi", show_default=True,
@@ -71,7 +71,11 @@ def _list(directories: list[Path], everywhere: bool, as_json: bool, limit: int |
     """From the output cache when exactly this state was listed so before; else read (the progress
     bar, the rows and the table imported only then)."""
     scanned = snapshot.Scan(directories)
-    shape = orjson.dumps(["all" if everywhere else os.path.abspath(directories[0]), as_json, limit, full_path]).decode()
+    where = "all" if everywhere else os.path.abspath(directories[0])
+    try:
+        shape = orjson.dumps([where, as_json, limit, full_path]).decode()
+    except TypeError:  # a directory name that is not UTF-8 (run from one): its bytes, as orjson takes UTF-8 only
+        shape = orjson.dumps([os.fsencode(where).hex(), as_json, limit, full_path]).decode()
     cache = snapshot.OutputCache(scanned, shape, {
         "width": None if as_json else width, "root": os.fspath(store.sessions_root()), "clock": _clock()})
     out = cache.load()

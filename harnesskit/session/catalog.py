@@ -289,6 +289,12 @@ def storable(value: str | None) -> str | None:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def is_utf8(text: str) -> bool:
+    """Whether `text` is UTF-8 as SQLite stores it: no lone surrogate (a name or argument with bytes
+    that are not UTF-8 holds them as surrogates)."""
+    return text.isascii() or not _SURROGATE.search(text)
+
+
 def _cost(usage: dict, counts: list[int]) -> float | None:
     """The entry's own cost, when it says one: a cost object with a total, and not zeros standing in
     for "unknown" on a message that used tokens (pi and harnesskit write zeros for unpriced models)."""
@@ -726,7 +732,8 @@ def _update(conn: sqlite3.Connection, sources: list[Source], progress: Callable[
     if partial:
         rows = [row for directory in directories for row in _under(conn, _KEY, directory)]
         for source in sources:
-            rows += conn.execute(_KEY + " WHERE path = ?", (str(source.path),)).fetchall()
+            if is_utf8(str(source.path)):  # one that is not is passed over by _compare
+                rows += conn.execute(_KEY + " WHERE path = ?", (str(source.path),)).fetchall()
         known = _by_path(rows)
     else:
         known = _by_path(conn.execute(_KEY).fetchall())
@@ -755,6 +762,8 @@ def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: i
     None when the index cannot say what `list` would: a file it passes over (a name that is no
     UTF-8), or one of a legacy dialect (read migrated, where `list` reads the lines as they are)."""
     directories = list(dict.fromkeys(os.fspath(d) for d in directories))
+    if not all(map(is_utf8, directories)):
+        return None  # its files' names are no UTF-8 either: none of them is in the index
 
     def step(bulk: bool) -> tuple[list[tuple], list[tuple[Source, os.stat_result]], UpdateStats]:
         files: list[tuple] = []

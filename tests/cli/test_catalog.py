@@ -887,3 +887,83 @@ def test_list_shows_a_time_no_date_holds_as_unknown_with_and_without_the_index(e
         shown.append((table.stdout, rows.stdout))
         assert invoke("index").exit_code == 0
     assert shown[0] == shown[1]
+
+
+# ------------------------------------------------------------------ arguments past what the index takes
+
+
+def test_the_last_day_datetime_holds_is_a_day_like_any_other(env: Env) -> None:
+    """The end of 9999-12-31 is 10000-01-01, past datetime's range but not past a time in ms."""
+    corpus(env.sessions, 5)
+    whole = invoke("usage", "--json")
+    assert whole.exit_code == 0, whole.output
+    for until in ("9999-12-31", "99991231"):
+        result = invoke("usage", "--until", until, "--json")
+        assert result.exit_code == 0, result.output
+        assert result.stdout == whole.stdout
+    everything = invoke("search", "done", "--all", "--json", "-n", "1000").stdout
+    assert everything
+    for option in ("--until", "--since"):
+        result = invoke("search", "done", "--all", "--json", "-n", "1000", option, "9999-12-31")
+        assert result.exit_code == 0, result.output
+        assert result.stdout == (everything if option == "--until" else "")
+
+
+@pytest.mark.parametrize("command", [("search", "x"), ("list",)])
+def test_a_count_past_64_bits_is_a_usage_error(env: Env, command: tuple[str, ...]) -> None:
+    corpus(env.sessions, 2)
+    result = invoke(*command, "-n", "99999999999999999999")
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '-n'" in result.stderr and "internal error" not in result.stderr
+    assert invoke(*command, "-n", "1000000000").exit_code == 0
+
+
+@pytest.mark.parametrize("args", [("search", "\udcff"), ("search", "x", "--model", "m\udcff"),
+                                  ("search", "x", "--tool", "\udcffcalc")])
+def test_an_argument_that_is_not_utf8_is_one_line(env: Env, args: tuple[str, ...]) -> None:
+    """Bytes that are not UTF-8 reach Python as lone surrogates, which SQLite cannot take."""
+    corpus(env.sessions, 2)
+    assert "is not UTF-8" in assert_one_line_error(invoke(*args, "--all"))
+
+
+def test_index_of_a_file_it_cannot_name_or_reach_is_one_line(env: Env) -> None:
+    made = corpus(env.sessions, 1)[0]
+    odd = env.tmp / "f\udcff.jsonl"
+    shutil.copy(made.path, odd)
+    assert "is not UTF-8" in assert_one_line_error(invoke("index", odd))
+    (env.tmp / "l1.jsonl").symlink_to(env.tmp / "l2.jsonl")
+    (env.tmp / "l2.jsonl").symlink_to(env.tmp / "l1.jsonl")
+    assert "symbolic links" in assert_one_line_error(invoke("index", env.tmp / "l1.jsonl"))
+    assert invoke("index", made.path).exit_code == 0  # a file that is there and named in UTF-8
+    assert "no match" in invoke("search", "x", "--cwd", env.tmp / "l1.jsonl").stderr  # a loop is no cwd of any
+
+
+def test_list_and_search_from_a_directory_whose_name_is_not_utf8(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """list reads its sessions (the index cannot hold their names); search finds those recorded for it
+    elsewhere, and says why the others are not searched."""
+    here = env.tmp / "d\udcff"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    kept = env.sessions / encode_cwd(str(here)) / "2026-01-01T00-00-00-000Z_kept.jsonl"
+    flat = env.sessions / "--flat--" / "2026-01-01T00-00-00-000Z_flat.jsonl"
+    for path, word in ((kept, "keptword"), (flat, "flatword")):
+        path.parent.mkdir(parents=True)
+        lines = [{"type": "session", "version": 3, "id": word, "timestamp": iso(START_MS), "cwd": str(here)},
+                 {"type": "message", "id": "00000001", "parentId": None, "timestamp": iso(START_MS),
+                  "message": {"role": "user", "content": f"say {word}", "timestamp": START_MS}}]
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")  # cwd as \udcff
+    listed = []
+    for _ in ("files", "index"):
+        table, rows = invoke("list"), invoke("list", "--json")
+        assert table.exit_code == 0 and rows.exit_code == 0, (table.output, rows.output)
+        assert "say keptword" in table.stdout
+        assert [json.loads(line)["path"] for line in rows.stdout.splitlines()] == [str(kept)]
+        listed.append((table.stdout, rows.stdout, invoke("list", "--all").stdout))
+        assert invoke("index").exit_code == 0
+    assert listed[0] == listed[1]
+    found = invoke("search", "flatword", "--json")
+    assert found.exit_code == 0, found.output
+    assert [json.loads(line)["path"] for line in found.stdout.splitlines()] == [str(flat)]
+    missed = invoke("search", "keptword")
+    assert missed.exit_code == 0 and missed.stdout == ""
+    assert "is not UTF-8: the sessions kept under its name are not indexed" in missed.stderr
