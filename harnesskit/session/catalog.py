@@ -1388,9 +1388,9 @@ def search(conn: sqlite3.Connection, query: str, filters: Filters, limit: int) -
     if filters.role:
         clauses.append("m.role = ?")
         args.append(filters.role)
-    if filters.tool:
-        clauses.append("(',' || m.tools || ',') LIKE ?")
-        args.append(f"%,{filters.tool},%")
+    if filters.tool:  # exactly one of the comma-joined names (LIKE took % and _ as wildcards, and any case)
+        clauses.append("instr(',' || m.tools || ',', ',' || ? || ',') > 0 AND instr(?, ',') = 0")
+        args += [filters.tool, filters.tool]  # a name with a comma would match two in a row: it is neither
     sql = ("SELECT s.path, s.harness, s.id, s.cwd, m.entry_id, m.line, m.role, m.time_ms,"
            " snippet(messages_fts, 0, char(2), char(3), '…', 16), bm25(messages_fts) AS rank"
            " FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid"

@@ -967,3 +967,30 @@ def test_list_and_search_from_a_directory_whose_name_is_not_utf8(env: Env, monke
     missed = invoke("search", "keptword")
     assert missed.exit_code == 0 and missed.stdout == ""
     assert "is not UTF-8: the sessions kept under its name are not indexed" in missed.stderr
+
+
+def test_tool_filter_matches_a_name_exactly(env: Env) -> None:
+    """--tool is a name, not a pattern: no wildcard (% _), no other case, no part of a name."""
+    made = corpus(env.sessions, 3)
+    path = env.sessions / "--two--" / "2026-01-01T00-00-00-000Z_two.jsonl"
+    path.parent.mkdir(parents=True)
+    call = [{"type": "toolCall", "id": f"c{name}", "name": name, "arguments": {}} for name in ("calc", "read_file")]
+    lines = [{"type": "session", "version": 3, "id": "two", "timestamp": iso(START_MS), "cwd": "/two"},
+             {"type": "message", "id": "00000001", "parentId": None, "timestamp": iso(START_MS),
+              "message": {"role": "user", "content": "twotools please", "timestamp": START_MS}},
+             {"type": "message", "id": "00000002", "parentId": "00000001", "timestamp": iso(START_MS),
+              "message": {"role": "assistant", "content": [{"type": "text", "text": "twotools"}, *call], "api": "x",
+                          "provider": "p", "model": "m", "usage": {}, "stopReason": "toolUse",
+                          "timestamp": START_MS}}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+    def ids(query: str, tool: str) -> set[tuple[str, str]]:
+        result = invoke("search", query, "--all", "--json", "-n", "1000", "--tool", tool)
+        assert result.exit_code == 0, result.output
+        return {(h["path"], h["entryId"]) for h in map(json.loads, result.stdout.splitlines())}
+
+    assert ids("twotools", "calc") == ids("twotools", "read_file") == {(str(path), "00000002")}
+    for pattern in ("%", "_", "%calc%", "_alc", "CALC", "read%", "read_fil", "ead_file", "calc,read_file"):
+        assert ids("twotools", pattern) == set(), pattern
+    assert len(ids("6", "calc")) == len(made) * 2  # each turn's call (6*7)
+    assert ids("6", "%") == ids("6", "cal_") == set()
