@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import time
 from pathlib import Path
 
@@ -10,9 +12,21 @@ import click
 from harnesskit.session import catalog, store
 
 from .errors import Fail
-from .indexing import refreshed
+from .indexing import refreshed, utf8
 from .refs import regular
 from .screen import echo
+
+
+def _source(file: Path) -> catalog.Source:
+    """FILE as the index keys it (its real path), or one error line: a name that is not UTF-8 (the
+    index holds UTF-8 text only) or a symlink loop. A file that is gone is its row to drop."""
+    utf8(os.fspath(file), "FILE")
+    try:
+        os.stat(file)
+    except OSError as error:
+        if error.errno == errno.ELOOP:  # Path.resolve raises RuntimeError for it (Python 3.11, 3.12)
+            raise Fail(f"{file}: {error.strerror}") from None
+    return catalog.Source(regular(file).resolve())
 
 
 @click.command("index")
@@ -35,7 +49,7 @@ def index(files: tuple[Path, ...], rebuild: bool, quiet: bool) -> None:
     if files and rebuild:
         raise Fail("--rebuild reads every session file: give no FILES with it")
     started = time.monotonic()
-    conn, stats = refreshed(quiet, rebuild, only=[catalog.Source(regular(f).resolve()) for f in files] or None)
+    conn, stats = refreshed(quiet, rebuild, only=[_source(f) for f in files] or None)
     conn.close()
     if not quiet:
         echo(f"{catalog.default_path(store.home_dir())}: {stats.files} session files "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from harnesskit.session import catalog, store
@@ -45,6 +45,17 @@ def refreshed(quiet: bool = False, rebuild: bool = False, only: list[catalog.Sou
     return conn, stats
 
 
+_DAY_MS = 86_400_000
+
+
+def utf8(value: str | None, what: str) -> str | None:
+    """`value`, or one error line where it holds bytes that are not UTF-8 (Python keeps them as lone
+    surrogates): the index holds UTF-8 text only, so nothing in it could match."""
+    if value is not None and not catalog.is_utf8(value):
+        raise Fail(f"{what} {value!r} is not UTF-8: the index holds UTF-8 text only")
+    return value
+
+
 def parse_day(value: str | None, option: str, end: bool = False) -> int | None:
     """YYYY-MM-DD, YYYYMMDD or an ISO time, as Unix ms (UTC). `end`: the day's end (an --until day
     is included whole)."""
@@ -56,9 +67,7 @@ def parse_day(value: str | None, option: str, end: bool = False) -> int | None:
             day = datetime.strptime(text, layout).replace(tzinfo=UTC)
         except ValueError:
             continue
-        if end:
-            day += timedelta(days=1)
-        return int(day.timestamp() * 1000)
+        return int(day.timestamp() * 1000) + (_DAY_MS if end else 0)  # 9999-12-31's end: no datetime
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:

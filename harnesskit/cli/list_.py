@@ -9,15 +9,15 @@ import os
 import sys
 import time
 import unicodedata
-from datetime import datetime
 from pathlib import Path
 
 import click
 import orjson
 
 from harnesskit.session import snapshot, store
+from harnesskit.session.format import shown_time
 
-from .table import terminal_width
+from .table import ROWS, terminal_width
 
 HEADERS = ("modified", "name", "msgs", "model", "first message", "path")
 _NAME_MAX, _MODEL_MAX, _ROOM_MIN, _GAP = 20, 16, 30, "  "
@@ -26,7 +26,7 @@ _NAME_MAX, _MODEL_MAX, _ROOM_MIN, _GAP = 20, 16, 30, "  "
 @click.command("list")
 @click.option("--all", "everywhere", is_flag=True, help="Sessions of every directory, not just this one.")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines, one session per line.")
-@click.option("-n", "limit", type=click.IntRange(min=1), default=None, help="At most N sessions.")
+@click.option("-n", "limit", type=click.IntRange(*ROWS), default=None, help="At most N sessions.")
 @click.option("--session-dir", metavar="DIR", help="List this directory instead.")
 @click.option("--full-path", is_flag=True, help="Print each path whole (the table is otherwise cut to the terminal).")
 @click.option("--harness", type=click.Choice(["pi", "claude", "codex", "all"]), default="pi", show_default=True,
@@ -71,7 +71,11 @@ def _list(directories: list[Path], everywhere: bool, as_json: bool, limit: int |
     """From the output cache when exactly this state was listed so before; else read (the progress
     bar, the rows and the table imported only then)."""
     scanned = snapshot.Scan(directories)
-    shape = orjson.dumps(["all" if everywhere else os.path.abspath(directories[0]), as_json, limit, full_path]).decode()
+    where = "all" if everywhere else os.path.abspath(directories[0])
+    try:
+        shape = orjson.dumps([where, as_json, limit, full_path]).decode()
+    except TypeError:  # a directory name that is not UTF-8 (run from one): its bytes, as orjson takes UTF-8 only
+        shape = orjson.dumps([os.fsencode(where).hex(), as_json, limit, full_path]).decode()
     cache = snapshot.OutputCache(scanned, shape, {
         "width": None if as_json else width, "root": os.fspath(store.sessions_root()), "clock": _clock()})
     out = cache.load()
@@ -138,7 +142,7 @@ def _shown(rows: list[tuple], width: int, as_json: bool, full_path: bool) -> str
         return None
     files, modified, _ids, _cwds, names, first_users, messages, models = map(list, zip(*rows, strict=True))
     root = os.path.join(store.sessions_root(), "")
-    when: dict[int, str] = {}
+    when: dict[int | None, str] = {}
     if not full_path:
         files = [f[len(root):] if f.startswith(root) else f for f in files]
     columns = [[_when(m, when) for m in modified], _cleaned(names), list(map(str, messages)), _cleaned(models),
@@ -206,15 +210,12 @@ def _pad(text: str, width: int) -> str:
     return text + " " * (width - _width(text))
 
 
-def _when(seconds: float, memo: dict[int, str]) -> str:
-    minute = int(seconds // 60) if seconds == seconds and abs(seconds) < 1e12 else 0
+def _when(seconds: float, memo: dict[int | None, str]) -> str:
+    """The local minute of `seconds`, worked out once per minute (100,000 rows share few)."""
+    minute = int(seconds // 60) if seconds == seconds and abs(seconds) < 1e18 else None  # NaN, infinities: "?"
     text = memo.get(minute)
     if text is None:
-        try:
-            text = datetime.fromtimestamp(minute * 60).strftime("%Y-%m-%d %H:%M")
-        except (ValueError, OverflowError, OSError):
-            text = "?"
-        memo[minute] = text
+        text = memo[minute] = "?" if minute is None else shown_time(minute * 60)
     return text
 
 

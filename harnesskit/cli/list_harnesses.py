@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime
 
 from harnesskit.session import store
+from harnesskit.session.format import shown_time
 from harnesskit.session.formats import stores
 from harnesskit.session.formats.stores import Found
 
@@ -39,7 +39,7 @@ def list_harnesses(harness: str, as_json: bool, limit: int | None, session_dir: 
     if not found:
         echo(f"no {'' if harness == 'all' else harness + ' '}sessions of {cwd}" + _missing(harness), err=True)
         return
-    rows = [[datetime.fromtimestamp(f.modified).strftime("%Y-%m-%d %H:%M"), f.harness, f.session_id[:13],
+    rows = [[shown_time(f.modified), f.harness, f.session_id[:13],
              render.cut(render.one_line(f.first_user or ""), 48), f.messages, f.path] for f in found]
     echo(render.tabulate(rows, headers=["modified", "harness", "id", "first message", "messages", "path"],
                         disable_numparse=True))

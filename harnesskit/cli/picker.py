@@ -7,9 +7,9 @@ Enter resumes, Esc or Ctrl-C leaves without choosing.
 from __future__ import annotations
 
 import unicodedata
-from datetime import datetime
 from pathlib import Path
 
+from harnesskit.session.format import shown_time
 from harnesskit.session.store import Summary
 
 
@@ -19,9 +19,9 @@ def _printable(text: str) -> str:
 
 
 def label(summary: Summary) -> str:
-    when = datetime.fromtimestamp(summary.modified).strftime("%Y-%m-%d %H:%M")
+    when = shown_time(summary.modified)
     said = _printable(summary.name or summary.first_user or "(no message yet)")
-    return f"{when}  {summary.messages:>4} msgs  {said}"
+    return f"{when:<16}  {summary.messages:>4} msgs  {said}"
 
 
 def matches(summary: Summary, query: str) -> bool:

@@ -253,5 +253,6 @@ def json_line(obj: object) -> str:
         from harnesskit.session.reader import room_for_depth
 
         with room_for_depth():
-            return escape_json(json.dumps(obj, ensure_ascii=False))
+            # orjson's compact separators: the same value prints the same bytes whichever wrote it
+            return escape_json(json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
     return escape_json(data.decode()) if raw_in_json(data) else data.decode()

@@ -5,19 +5,20 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from datetime import UTC, datetime
-from pathlib import Path
+from datetime import UTC
 
 import click
 
 from harnesskit.session import catalog
+from harnesskit.session.format import shown_time
 from harnesskit.text import visible
 
 from . import render
-from .errors import Fail
-from .indexing import parse_day, refreshed
+from .errors import Fail, warn
+from .indexing import parse_day, refreshed, utf8
 from .rows import shown
 from .screen import echo
+from .table import ROWS
 
 ROLES = ("user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary", "compactionSummary")
 
@@ -31,10 +32,15 @@ def opens(hit: catalog.Hit) -> list[str]:
     return [f"harnesskit continue {path} --from {entry}", f"harnesskit inspect {path} --leaf {entry}"]
 
 
-def _time(ms: int | None) -> str:
-    if ms is None:
-        return "?"
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M")
+def _stored(scope: str | None) -> str | None:
+    """The directory searched as the index stores a session's cwd. A name that is not UTF-8 is
+    looked up with U+FFFD for those bytes, as a header's cwd is stored; the sessions kept under
+    such a name are not indexed at all, and a warning says so."""
+    if scope is None or catalog.is_utf8(scope):
+        return scope
+    warn(f"{scope} is not UTF-8: the sessions kept under its name are not indexed (`harnesskit list` "
+         "lists them); searching those that record it, with U+FFFD for the bytes that are not UTF-8")
+    return catalog.storable(scope)
 
 
 def _marked(snippet: str, bold: bool) -> str:
@@ -59,7 +65,7 @@ def _marked(snippet: str, bold: bool) -> str:
 @click.option("--role", type=click.Choice(ROLES, case_sensitive=False), help="Only messages of this role.")
 @click.option("--model", metavar="M", help="Only assistant messages of this model.")
 @click.option("--tool", metavar="NAME", help="Only messages that call this tool or hold its result.")
-@click.option("-n", "limit", type=click.IntRange(min=1), default=20, show_default=True, help="At most N hits.")
+@click.option("-n", "limit", type=click.IntRange(*ROWS), default=20, show_default=True, help="At most N hits.")
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines, one hit per line.")
 def search(query: str, harness: str | None, cwd: str | None, everywhere: bool, since: str | None,
            until: str | None, role: str | None, model: str | None, tool: str | None, limit: int,
@@ -78,11 +84,13 @@ def search(query: str, harness: str | None, cwd: str | None, everywhere: bool, s
     """
     if everywhere and cwd:
         raise Fail("choose one of --cwd DIR and --all")
-    scope = None if everywhere else str(Path(cwd).expanduser().resolve()) if cwd else os.getcwd()
+    utf8(query, "QUERY")
     roles = {r.lower(): r for r in ROLES}
-    filters = catalog.Filters(harness=harness.lower() if harness else None, cwd=scope,
+    scope = None if everywhere else os.path.realpath(os.path.expanduser(cwd)) if cwd else os.getcwd()
+    filters = catalog.Filters(harness=harness.lower() if harness else None, cwd=_stored(scope),
                               since_ms=parse_day(since, "--since"), until_ms=parse_day(until, "--until", end=True),
-                              role=roles[role.lower()] if role else None, model=model, tool=tool)
+                              role=roles[role.lower()] if role else None, model=utf8(model, "--model"),
+                              tool=utf8(tool, "--tool"))
     conn, _ = refreshed()
     try:
         hits = catalog.search(conn, query, filters, limit)
@@ -104,8 +112,9 @@ def search(query: str, harness: str | None, cwd: str | None, everywhere: bool, s
         return
     bold = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     for number, hit in enumerate(hits, 1):
+        when = shown_time(hit.time_ms, UTC, ms=True)
         # each on one line: a newline in a file's role, id, cwd or path must not forge a line of its own
-        echo(shown(f"{number}. {_time(hit.time_ms)}  {hit.role}  {(hit.session_id or '?')[:13]}  {hit.cwd or ''}"))
+        echo(shown(f"{number}. {when}  {hit.role}  {(hit.session_id or '?')[:13]}  {hit.cwd or ''}"))
         click.echo(f"   {_marked(hit.snippet, bold)}")  # made visible piece by piece: only our marks are raw
         for command in opens(hit):
             echo(f"   {shown(command)}")

@@ -20,6 +20,9 @@ ELLIPSIS = "…"
 #: the widths a table is drawn in (--width, $COLUMNS): from one column (every width is drawn, cut with
 #: …) to 10,000, wider than any screen, so a mistyped width cannot pad each row with gigabytes
 MIN_WIDTH, MAX_WIDTH = 1, 10_000
+#: at most how many rows `-n` asks for: more than any store holds, and within the 64-bit integers SQLite
+#: (search's LIMIT) and orjson (list's cache key) take, where 10**20 was an internal error
+ROWS = (1, 1_000_000_000)
 
 
 _NOT_ASCII = re.compile(r"[^\x00-\x7f]")

@@ -289,6 +289,12 @@ def storable(value: str | None) -> str | None:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def is_utf8(text: str) -> bool:
+    """Whether `text` is UTF-8 as SQLite stores it: no lone surrogate (a name or argument with bytes
+    that are not UTF-8 holds them as surrogates)."""
+    return text.isascii() or not _SURROGATE.search(text)
+
+
 def _cost(usage: dict, counts: list[int]) -> float | None:
     """The entry's own cost, when it says one: a cost object with a total, and not zeros standing in
     for "unknown" on a message that used tokens (pi and harnesskit write zeros for unpriced models)."""
@@ -726,7 +732,8 @@ def _update(conn: sqlite3.Connection, sources: list[Source], progress: Callable[
     if partial:
         rows = [row for directory in directories for row in _under(conn, _KEY, directory)]
         for source in sources:
-            rows += conn.execute(_KEY + " WHERE path = ?", (str(source.path),)).fetchall()
+            if is_utf8(str(source.path)):  # one that is not is passed over by _compare
+                rows += conn.execute(_KEY + " WHERE path = ?", (str(source.path),)).fetchall()
         known = _by_path(rows)
     else:
         known = _by_path(conn.execute(_KEY).fetchall())
@@ -753,8 +760,11 @@ def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: i
     rows all at once); only one where anything differs goes through `_compare` and `_apply`.
 
     None when the index cannot say what `list` would: a file it passes over (a name that is no
-    UTF-8), or one of a legacy dialect (read migrated, where `list` reads the lines as they are)."""
+    UTF-8), one of a legacy dialect (read migrated, where `list` reads the lines as they are), or a
+    text shown holding U+FFFD (maybe a lone surrogate the index could not store)."""
     directories = list(dict.fromkeys(os.fspath(d) for d in directories))
+    if not all(map(is_utf8, directories)):
+        return None  # its files' names are no UTF-8 either: none of them is in the index
 
     def step(bulk: bool) -> tuple[list[tuple], list[tuple[Source, os.stat_result]], UpdateStats]:
         files: list[tuple] = []
@@ -797,16 +807,26 @@ def listed(conn: sqlite3.Connection, directories: Iterable[str | Path], limit: i
     rows.sort(key=_ORDER, reverse=True)
     rows = rows[:limit]
     if whole:  # the texts came with the sort keys
-        return [Summary(path, modified, "None" if s[4] is None else s[4], s[5], s[6], s[7], s[2], s[8])
-                for modified, _name, path, s in rows]
-    texts = {t[0]: t for t in conn.execute(_SHOWN + f" WHERE rowid IN ({','.join('?' * len(rows))})",
-                                           [r[3][3] for r in rows])}
-    out = []
-    for modified, _name, path, session in rows:
-        _, session_id, cwd, name, first_user, entries, model = texts[session[3]]
-        out.append(Summary(path, modified, "None" if session_id is None else session_id, cwd, name, first_user,
-                           entries, model))
-    return out
+        out = [Summary(path, modified, "None" if s[4] is None else s[4], s[5], s[6], s[7], s[2], s[8])
+               for modified, _name, path, s in rows]
+    else:
+        texts = {t[0]: t for t in conn.execute(_SHOWN + f" WHERE rowid IN ({','.join('?' * len(rows))})",
+                                               [r[3][3] for r in rows])}
+        out = []
+        for modified, _name, path, session in rows:
+            _, session_id, cwd, name, first_user, entries, model = texts[session[3]]
+            out.append(Summary(path, modified, "None" if session_id is None else session_id, cwd, name, first_user,
+                               entries, model))
+    return None if _replaced(chain.from_iterable(map(_SHOWN_TEXTS, out))) else out
+
+
+_SHOWN_TEXTS = attrgetter("session_id", "cwd", "name", "first_user", "model")
+
+
+def _replaced(texts: Iterable[object]) -> bool:
+    """Whether a text to be shown holds U+FFFD, which may stand for a lone surrogate `storable`
+    replaced: the files then say what `list` shows, exactly as without the index (one pass in C)."""
+    return "\ufffd" in "\x00".join(map(str, texts))
 
 
 _HARNESS_KEY = _KEY + " WHERE path >= ? AND path < ? AND harness = ?"
@@ -821,7 +841,8 @@ def harness_listed(conn: sqlite3.Connection, harness: str, where: str, paths: li
     `cwd`, only those of that directory) as `list --harness` shows them: (path, mtime as os.stat
     gives it, id, cwd, first message, messages). The index is first brought up to date for them, and
     the files it holds under `where` that `in_scope` says the listing would have found, and did not,
-    are dropped (deleted since). None when a name is no UTF-8 (the index cannot hold it)."""
+    are dropped (deleted since). None when a name is no UTF-8 (the index cannot hold it), or a text
+    shown holds U+FFFD (maybe a lone surrogate the index could not store)."""
     if any(not p.isascii() and _SURROGATE.search(p) for p in paths):
         return None
     prefix = os.path.join(where, "")
@@ -836,8 +857,9 @@ def harness_listed(conn: sqlite3.Connection, harness: str, where: str, paths: li
     _retried(step)
     wanted = set(paths)
     sql, args = (_HARNESS_LISTED, bounds) if cwd is None else (_HARNESS_LISTED + " AND s.list_cwd = ?", (*bounds, cwd))
-    return [(path, mtime_ns // 1_000_000_000 + mtime_ns % 1_000_000_000 * 1e-9, *shown)
+    rows = [(path, mtime_ns // 1_000_000_000 + mtime_ns % 1_000_000_000 * 1e-9, *shown)
             for path, mtime_ns, *shown in conn.execute(sql, args) if path in wanted]
+    return None if _replaced(chain.from_iterable(row[2:5] for row in rows)) else rows
 
 
 def _unchanged(directory: str, rows: list[tuple]) -> bool:
@@ -1379,9 +1401,9 @@ def search(conn: sqlite3.Connection, query: str, filters: Filters, limit: int) -
     if filters.role:
         clauses.append("m.role = ?")
         args.append(filters.role)
-    if filters.tool:
-        clauses.append("(',' || m.tools || ',') LIKE ?")
-        args.append(f"%,{filters.tool},%")
+    if filters.tool:  # exactly one of the comma-joined names (LIKE took % and _ as wildcards, and any case)
+        clauses.append("instr(',' || m.tools || ',', ',' || ? || ',') > 0 AND instr(?, ',') = 0")
+        args += [filters.tool, filters.tool]  # a name with a comma would match two in a row: it is neither
     sql = ("SELECT s.path, s.harness, s.id, s.cwd, m.entry_id, m.line, m.role, m.time_ms,"
            " snippet(messages_fts, 0, char(2), char(3), '…', 16), bm25(messages_fts) AS rank"
            " FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Container
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 
 CURRENT_VERSION = 3
@@ -53,8 +53,28 @@ def iso_now() -> str:
 
 
 def iso_from_ms(ms: int) -> str:
+    """pi's ISO form of a time in ms; the caller makes sure a datetime holds it (`datetime_at`)."""
     dt = datetime.fromtimestamp(ms / 1000, tz=UTC)
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def datetime_at(when: float | None, tz: tzinfo | None = None, *, ms: bool = False) -> datetime | None:
+    """The moment `when` seconds (or ms) after the Unix epoch, local unless `tz`; None where no
+    datetime holds it. Every time shown goes through here: a file's timestamp may be in
+    microseconds (year 57971 read as ms), NaN or past the platform's time_t, and must show as
+    unknown rather than end the command."""
+    if when is None:
+        return None
+    try:
+        return datetime.fromtimestamp(when / 1000 if ms else when, tz)
+    except (ValueError, OverflowError, OSError):
+        return None
+
+
+def shown_time(when: float | None, tz: tzinfo | None = None, *, ms: bool = False) -> str:
+    """A time as listings and reports show it ("YYYY-MM-DD HH:MM"), "?" where none can be shown."""
+    moment = datetime_at(when, tz, ms=ms)
+    return "?" if moment is None else moment.strftime("%Y-%m-%d %H:%M")
 
 
 def ms_now() -> int:

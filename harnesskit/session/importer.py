@@ -15,12 +15,13 @@ import hashlib
 import os
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 
 import orjson
 
 from . import store
-from .format import iso_from_ms
+from .format import datetime_at, iso_from_ms
 from .formats import reader_for, sniff
 from .loader import Session, SessionError, load_foreign, load_session
 from .migrate import iso_to_ms
@@ -270,9 +271,10 @@ def _close_calls(entries: list[dict], ids: _Ids) -> list[dict]:
 
 
 def _iso(value: object) -> str | None:
-    """An ISO timestamp as pi writes them (milliseconds, Z), or None."""
+    """An ISO timestamp as pi writes them (milliseconds, Z), or None: also for one no datetime
+    holds (year 1 with an offset east of UTC falls in year 0)."""
     ms = iso_to_ms(value)
-    return None if ms is None else iso_from_ms(ms)
+    return None if ms is None or datetime_at(ms, UTC, ms=True) is None else iso_from_ms(ms)
 
 
 def _canonical_uuid(value: str) -> str | None:

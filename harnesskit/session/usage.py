@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 
 from .catalog import UsageRow
+from .format import datetime_at
 from .pricing import Price, price_of
 
 REPORTS = ("daily", "weekly", "monthly", "session", "model", "project")
@@ -69,15 +70,11 @@ def message_cost(row: UsageRow, overrides: Mapping[str, Price] | None = None) ->
     return None if price is None else price.cost(row.input, row.output, row.cache_read, row.cache_write)
 
 
-def _day(ms: int | None) -> datetime | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
-
-
 def group_key(report: str, row: UsageRow) -> str:
     """The group a row belongs to in `report` (days in UTC; weeks start on Monday)."""
     if report in ("daily", "weekly", "monthly"):
-        when = _day(row.time_ms)
-        if when is None:
+        when = datetime_at(row.time_ms, UTC, ms=True)
+        if when is None:  # none recorded, or none a date holds (microseconds): counted, under no date
             return "(no time)"
         if report == "daily":
             return when.strftime("%Y-%m-%d")

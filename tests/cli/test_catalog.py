@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from writeside_helpers import Env, invoke, isolate, wait_for
 
 from harnesskit.session import catalog, pricing
+from harnesskit.session.store import encode_cwd
 from harnesskit.session.usage import report
 
 
@@ -881,3 +882,183 @@ def test_a_newline_in_a_header_cannot_forge_a_line_of_search_output(env: Env) ->
     lines = result.stdout.splitlines()
     assert not any(line.lstrip().startswith("harnesskit continue /tmp/evil") for line in lines), lines
     assert "/w\\n   harnesskit continue /tmp/evil.jsonl" in lines[0]
+
+
+# ------------------------------------------------------------------ times no date holds
+
+MICROSECONDS = START_MS * 1000  # 2026-01-01 written in microseconds: year 57971 when read as ms
+
+
+def _microsecond_session(env: Env) -> Path:
+    """This directory's session whose first answer's time is in microseconds, its second in ms."""
+    path = env.sessions / encode_cwd(str(env.cwd)) / "2026-01-01T00-00-00-000Z_odd.jsonl"
+    path.parent.mkdir(parents=True)
+    usage = {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 15,
+             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0.25}}
+    lines = [{"type": "session", "version": 3, "id": "odd", "timestamp": iso(START_MS), "cwd": str(env.cwd)}]
+    for n, (text, ms) in enumerate([("tsneedle", MICROSECONDS), ("tsnormal", START_MS)]):
+        user, answer = f"{2 * n:08x}", f"{2 * n + 1:08x}"
+        lines += [
+            {"type": "message", "id": user, "parentId": lines[-1].get("id") if n else None, "timestamp": iso(START_MS),
+             "message": {"role": "user", "content": f"ask {text}", "timestamp": START_MS}},
+            {"type": "message", "id": answer, "parentId": user, "timestamp": iso(START_MS),
+             "message": {"role": "assistant", "content": [{"type": "text", "text": text}], "api": "x",
+                         "provider": "p", "model": "m", "usage": usage, "stopReason": "stop", "timestamp": ms}},
+        ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_a_time_no_date_holds_shows_as_unknown_in_search(env: Env) -> None:
+    _microsecond_session(env)
+    text = invoke("search", "tsneedle", "--all")
+    assert text.exit_code == 0, text.output
+    assert text.stdout.splitlines()[0].startswith("1. ?  assistant  odd")
+    hits = invoke("search", "tsneedle", "--all", "--json")
+    assert hits.exit_code == 0, hits.output
+    found = {(h["role"], h["timestamp"]) for h in map(json.loads, hits.stdout.splitlines())}
+    assert found == {("user", START_MS), ("assistant", MICROSECONDS)}
+
+
+@pytest.mark.parametrize("kind", ["daily", "weekly", "monthly"])
+def test_usage_counts_a_time_no_date_holds_under_no_time(env: Env, kind: str) -> None:
+    """Left out, its tokens and cost would be missing from the total: they are counted, under no date."""
+    _microsecond_session(env)
+    result = invoke("usage", kind, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    day = {"daily": "2026-01-01", "weekly": "2025-12-29", "monthly": "2026-01"}[kind]
+    assert [(g["key"], g["totalTokens"], g["cost"]) for g in data["groups"]] == [("(no time)", 15, 0.25),
+                                                                                  (day, 15, 0.25)]
+    assert data["totals"]["totalTokens"] == 30 and data["totals"]["messages"] == 2
+    table = invoke("usage", kind)
+    assert table.exit_code == 0, table.output
+    assert [line.split()[:2] for line in table.stdout.splitlines()[2:]] == [["(no", "time)"], [day, "10"],
+                                                                            ["total", "20"]]
+
+
+def test_list_shows_a_time_no_date_holds_as_unknown_with_and_without_the_index(env: Env) -> None:
+    _microsecond_session(env)  # the last message is the ms one: the session's activity is its time
+    path = env.sessions / encode_cwd(str(env.cwd)) / "2026-01-01T00-00-00-000Z_late.jsonl"
+    lines = [{"type": "session", "version": 3, "id": "late", "timestamp": iso(START_MS), "cwd": str(env.cwd)},
+             {"type": "message", "id": "00000001", "parentId": None, "timestamp": iso(START_MS),
+              "message": {"role": "user", "content": "late one", "timestamp": MICROSECONDS}}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    shown = []
+    for _ in ("files", "index"):
+        table, rows = invoke("list"), invoke("list", "--json")
+        assert table.exit_code == 0 and rows.exit_code == 0, (table.output, rows.output)
+        assert [json.loads(line)["id"] for line in rows.stdout.splitlines()] == ["late", "odd"]
+        late = table.stdout.splitlines()[1]
+        assert late.split()[:3] == ["?", "1", "late"], late
+        assert "1970" not in table.stdout
+        shown.append((table.stdout, rows.stdout))
+        assert invoke("index").exit_code == 0
+    assert shown[0] == shown[1]
+
+
+# ------------------------------------------------------------------ arguments past what the index takes
+
+
+def test_the_last_day_datetime_holds_is_a_day_like_any_other(env: Env) -> None:
+    """The end of 9999-12-31 is 10000-01-01, past datetime's range but not past a time in ms."""
+    corpus(env.sessions, 5)
+    whole = invoke("usage", "--json")
+    assert whole.exit_code == 0, whole.output
+    for until in ("9999-12-31", "99991231"):
+        result = invoke("usage", "--until", until, "--json")
+        assert result.exit_code == 0, result.output
+        assert result.stdout == whole.stdout
+    everything = invoke("search", "done", "--all", "--json", "-n", "1000").stdout
+    assert everything
+    for option in ("--until", "--since"):
+        result = invoke("search", "done", "--all", "--json", "-n", "1000", option, "9999-12-31")
+        assert result.exit_code == 0, result.output
+        assert result.stdout == (everything if option == "--until" else "")
+
+
+@pytest.mark.parametrize("command", [("search", "x"), ("list",)])
+def test_a_count_past_64_bits_is_a_usage_error(env: Env, command: tuple[str, ...]) -> None:
+    corpus(env.sessions, 2)
+    result = invoke(*command, "-n", "99999999999999999999")
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '-n'" in result.stderr and "internal error" not in result.stderr
+    assert invoke(*command, "-n", "1000000000").exit_code == 0
+
+
+@pytest.mark.parametrize("args", [("search", "\udcff"), ("search", "x", "--model", "m\udcff"),
+                                  ("search", "x", "--tool", "\udcffcalc")])
+def test_an_argument_that_is_not_utf8_is_one_line(env: Env, args: tuple[str, ...]) -> None:
+    """Bytes that are not UTF-8 reach Python as lone surrogates, which SQLite cannot take."""
+    corpus(env.sessions, 2)
+    assert "is not UTF-8" in assert_one_line_error(invoke(*args, "--all"))
+
+
+def test_index_of_a_file_it_cannot_name_or_reach_is_one_line(env: Env) -> None:
+    made = corpus(env.sessions, 1)[0]
+    odd = env.tmp / "f\udcff.jsonl"
+    shutil.copy(made.path, odd)
+    assert "is not UTF-8" in assert_one_line_error(invoke("index", odd))
+    (env.tmp / "l1.jsonl").symlink_to(env.tmp / "l2.jsonl")
+    (env.tmp / "l2.jsonl").symlink_to(env.tmp / "l1.jsonl")
+    assert "symbolic links" in assert_one_line_error(invoke("index", env.tmp / "l1.jsonl"))
+    assert invoke("index", made.path).exit_code == 0  # a file that is there and named in UTF-8
+    assert "no match" in invoke("search", "x", "--cwd", env.tmp / "l1.jsonl").stderr  # a loop is no cwd of any
+
+
+def test_list_and_search_from_a_directory_whose_name_is_not_utf8(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """list reads its sessions (the index cannot hold their names); search finds those recorded for it
+    elsewhere, and says why the others are not searched."""
+    here = env.tmp / "d\udcff"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    kept = env.sessions / encode_cwd(str(here)) / "2026-01-01T00-00-00-000Z_kept.jsonl"
+    flat = env.sessions / "--flat--" / "2026-01-01T00-00-00-000Z_flat.jsonl"
+    for path, word in ((kept, "keptword"), (flat, "flatword")):
+        path.parent.mkdir(parents=True)
+        lines = [{"type": "session", "version": 3, "id": word, "timestamp": iso(START_MS), "cwd": str(here)},
+                 {"type": "message", "id": "00000001", "parentId": None, "timestamp": iso(START_MS),
+                  "message": {"role": "user", "content": f"say {word}", "timestamp": START_MS}}]
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")  # cwd as \udcff
+    listed = []
+    for _ in ("files", "index"):
+        table, rows = invoke("list"), invoke("list", "--json")
+        assert table.exit_code == 0 and rows.exit_code == 0, (table.output, rows.output)
+        assert "say keptword" in table.stdout
+        assert [json.loads(line)["path"] for line in rows.stdout.splitlines()] == [str(kept)]
+        listed.append((table.stdout, rows.stdout, invoke("list", "--all").stdout))
+        assert invoke("index").exit_code == 0
+    assert listed[0] == listed[1]
+    found = invoke("search", "flatword", "--json")
+    assert found.exit_code == 0, found.output
+    assert [json.loads(line)["path"] for line in found.stdout.splitlines()] == [str(flat)]
+    missed = invoke("search", "keptword")
+    assert missed.exit_code == 0 and missed.stdout == ""
+    assert "is not UTF-8: the sessions kept under its name are not indexed" in missed.stderr
+
+
+def test_tool_filter_matches_a_name_exactly(env: Env) -> None:
+    """--tool is a name, not a pattern: no wildcard (% _), no other case, no part of a name."""
+    made = corpus(env.sessions, 3)
+    path = env.sessions / "--two--" / "2026-01-01T00-00-00-000Z_two.jsonl"
+    path.parent.mkdir(parents=True)
+    call = [{"type": "toolCall", "id": f"c{name}", "name": name, "arguments": {}} for name in ("calc", "read_file")]
+    lines = [{"type": "session", "version": 3, "id": "two", "timestamp": iso(START_MS), "cwd": "/two"},
+             {"type": "message", "id": "00000001", "parentId": None, "timestamp": iso(START_MS),
+              "message": {"role": "user", "content": "twotools please", "timestamp": START_MS}},
+             {"type": "message", "id": "00000002", "parentId": "00000001", "timestamp": iso(START_MS),
+              "message": {"role": "assistant", "content": [{"type": "text", "text": "twotools"}, *call], "api": "x",
+                          "provider": "p", "model": "m", "usage": {}, "stopReason": "toolUse",
+                          "timestamp": START_MS}}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+    def ids(query: str, tool: str) -> set[tuple[str, str]]:
+        result = invoke("search", query, "--all", "--json", "-n", "1000", "--tool", tool)
+        assert result.exit_code == 0, result.output
+        return {(h["path"], h["entryId"]) for h in map(json.loads, result.stdout.splitlines())}
+
+    assert ids("twotools", "calc") == ids("twotools", "read_file") == {(str(path), "00000002")}
+    for pattern in ("%", "_", "%calc%", "_alc", "CALC", "read%", "read_fil", "ead_file", "calc,read_file"):
+        assert ids("twotools", pattern) == set(), pattern
+    assert len(ids("6", "calc")) == len(made) * 2  # each turn's call (6*7)
+    assert ids("6", "%") == ids("6", "cal_") == set()

@@ -5,6 +5,7 @@ harness's terms), import, and what is refused."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -293,6 +294,20 @@ def test_import_own_files(env: Env) -> None:
     assert_one_line_error(invoke("import", env.cwd / "missing.jsonl"))
     assert "nothing to import" in assert_one_line_error(invoke("import", FIXTURES / "pi" / "v3" /
                                                                 "s02_continue_tool.jsonl"))
+
+
+def test_import_of_a_time_no_datetime_holds_falls_back_instead_of_failing(env: Env) -> None:
+    """Year 1 with an offset east of UTC is year 0 in UTC: JavaScript's Date holds it, Python's
+    datetime does not. The entry takes the header's time, the header the epoch, as for no time."""
+    source = env.cwd / "year0.jsonl"
+    source.write_text(re.sub(r'"timestamp":"[^"]*"', '"timestamp":"0001-01-01T00:00:00+01:00"',
+                             CLAUDE.read_text(encoding="utf-8")), encoding="utf-8")
+    out = env.cwd / "year0.pi.jsonl"
+    result = invoke("import", source, "-o", out)
+    assert result.exit_code == 0, result.stderr
+    header, *entries = raw(out)
+    assert {header["timestamp"], *(e["timestamp"] for e in entries)} == {"1970-01-01T00:00:00.000Z"}
+    assert_strict_valid(out)
 
 
 def _with_session_id(source: Path, session_id: str) -> list[dict]:

@@ -339,3 +339,32 @@ def test_listing_compiles_no_search_pattern(env: Env) -> None:
     assert catalog._cjk.cache_info().currsize == 0
     assert catalog.segment("你好") == "你\u200b好"
     assert catalog._cjk.cache_info().currsize == 1
+
+
+def test_lone_surrogates_list_the_same_with_and_without_the_index(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index stores U+FFFD for a lone surrogate (SQLite holds UTF-8 only), and the stdlib wrote
+    JSON with ", " where orjson refuses one: both ways must print the file's values, byte for byte."""
+    here = os.getcwd()
+    root = env.home / "sessions"
+    rng = random.Random(3)
+    for i in range(3):
+        make_session(root, rng, i, here)
+    odd = [extra(root, here, 1, []), extra(root, here, 2, [])]
+    odd[0].lines += [
+        {"type": "message", "id": "a", "parentId": None, "timestamp": iso(START_MS),
+         "message": {"role": "user", "content": "x\ud800y", "timestamp": START_MS + 9}},
+        {"type": "session_info", "id": "n", "parentId": "a", "timestamp": iso(START_MS), "name": "n\udfff"},
+        {"type": "model_change", "id": "c", "parentId": "n", "timestamp": iso(START_MS), "provider": "p",
+         "modelId": "m\ud83d"}]
+    odd[1].lines += [  # a real U+FFFD: read from the files too, and shown as it is
+        {"type": "message", "id": "a", "parentId": None, "timestamp": iso(START_MS),
+         "message": {"role": "user", "content": "real \ufffd", "timestamp": START_MS + 8}}]
+    for made in odd:  # lone surrogates as JSON escapes (Made.write writes UTF-8, which has none)
+        made.path.write_text("".join(json.dumps(line) + "\n" for line in made.lines), encoding="utf-8")
+    assert invoke("index", "-q").exit_code == 0
+    shown = same_both_ways(env, monkeypatch, from_index=False)
+    rows = {r["id"]: r for r in map(json.loads, shown[("--json",)].splitlines())}
+    assert [(rows[m.session_id]["firstMessage"], rows[m.session_id]["name"], rows[m.session_id]["model"])
+            for m in odd] == [("x\ud800y", "n\udfff", "m\ud83d"), ("real \ufffd", None, None)]
+    assert '"firstMessage":"x\\ud800y"' in shown[("--json",)]  # compact, as orjson writes every other line
+    assert "x\\ud800y" in shown[()]

@@ -3,6 +3,7 @@ Each test drives harnesskit in a pseudo-terminal with pexpect."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -155,3 +156,22 @@ def test_colour_on_a_terminal_and_no_color(env: Env) -> None:
     child = spawn(env, "chat", "-p", "what is 12*8", NO_COLOR="1")
     child.expect(pexpect.EOF)
     assert "[tool] calc" in child.before and "\x1b[36m" not in child.before
+
+
+def test_pick_shows_a_time_no_date_holds_as_unknown(env: Env) -> None:
+    """A last message timed in microseconds (year 57971 read as ms) is listed, its time as "?"."""
+    from catalog_corpus import START_MS, iso
+
+    from harnesskit.session.store import encode_cwd
+
+    path = env.sessions / encode_cwd(str(env.cwd)) / "2026-01-01T00-00-00-000Z_late.jsonl"
+    path.parent.mkdir(parents=True)
+    lines = [{"type": "session", "version": 3, "id": "late", "timestamp": iso(START_MS), "cwd": str(env.cwd)},
+             {"type": "message", "id": "00000001", "parentId": None, "timestamp": iso(START_MS),
+              "message": {"role": "user", "content": "late one", "timestamp": START_MS * 1000}}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    child = spawn(env, "continue", "--pick")
+    child.expect("filter>")
+    child.expect(r"> \? {15}  {4}1 msgs  late one")
+    child.send(ESC)
+    assert finish(child) == 130
