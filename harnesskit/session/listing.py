@@ -118,16 +118,23 @@ def _choose(path: Path, mtime: float) -> list | None:
 
 
 def _last_activity(fp, start: int) -> float | None:  # noqa: ANN001 - a binary file
-    """activity_ms of the last line (after `start`) that has one, reading the file backwards."""
+    """activity_ms of the last line (after `start`) that has one, reading the file backwards. A line
+    longer than a block is gathered in pieces and joined once: re-splitting it with each block read
+    made a 100 MB line take 79 s."""
     end = fp.seek(0, os.SEEK_END)
-    tail = b""  # the start of the line that continues into the block read before
+    pieces: list[bytes] = []  # the end of a line whose start lies further back, the last piece first
     while end > start:
         size = min(_BLOCK, end - start)
         end -= size
         fp.seek(end)
-        block = fp.read(size) + tail
+        block = fp.read(size)
+        if end > start and b"\n" not in block:
+            pieces.append(block)  # all of it belongs to that line
+            continue
         lines = block.split(b"\n")
-        tail = lines[0] if end > start else b""  # its beginning may lie in the next block back
+        if pieces:
+            lines[-1] += b"".join(reversed(pieces))
+        pieces = [lines[0]] if end > start else []  # its beginning may lie in the next block back
         whole = lines[1:] if end > start else lines
         for raw in reversed(whole):
             stamp = _line_activity(raw)
