@@ -15,7 +15,7 @@ from harnesskit.text import visible
 
 from . import render
 from .errors import Fail
-from .indexing import parse_day, refreshed
+from .indexing import answered, parse_day
 from .rows import shown
 from .screen import echo
 
@@ -83,13 +83,10 @@ def search(query: str, harness: str | None, cwd: str | None, everywhere: bool, s
     filters = catalog.Filters(harness=harness.lower() if harness else None, cwd=scope,
                               since_ms=parse_day(since, "--since"), until_ms=parse_day(until, "--until", end=True),
                               role=roles[role.lower()] if role else None, model=model, tool=tool)
-    conn, _ = refreshed()
     try:
-        hits = catalog.search(conn, query, filters, limit)
+        hits = answered(lambda conn: catalog.search(conn, query, filters, limit))
     except catalog.QueryError as error:
         raise Fail(str(error)) from None
-    finally:
-        conn.close()
     if as_json:
         for hit in hits:
             echo(render.json_line({
