@@ -31,7 +31,7 @@ from pathlib import Path
 import msgspec
 import orjson
 
-from .reader import open_reporting
+from .reader import MAX_LINE, open_lines, open_reporting
 from .snapshot import Key, Scan, index_source
 from .store import Summary, activity_ms, header_of, home_dir, iso_ms, loads, summary_of
 
@@ -105,12 +105,12 @@ def _save_cache(cache: _Cache) -> None:
 def _choose(path: Path, mtime: float) -> list | None:
     """[modified seconds, session id, cwd] from the header and the tail, or None: no session file."""
     try:
-        with path.open("rb") as fp:
+        with open_lines(path) as fp:
             header = header_of(fp.readline())
             if header is None:
                 return None
             last = _last_activity(fp, fp.tell())
-    except OSError:
+    except OSError:  # a first line past MAX_LINE too: no session file
         return None
     modified = (last if last is not None else iso_ms(header.get("timestamp")) or mtime * 1000) / 1000
     cwd = header.get("cwd")
@@ -130,6 +130,8 @@ def _last_activity(fp, start: int) -> float | None:  # noqa: ANN001 - a binary f
         block = fp.read(size)
         if end > start and b"\n" not in block:
             pieces.append(block)  # all of it belongs to that line
+            if len(pieces) * _BLOCK > MAX_LINE:  # no line the reader reads: none to go by
+                return None
             continue
         lines = block.split(b"\n")
         if pieces:
