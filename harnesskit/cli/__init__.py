@@ -67,6 +67,18 @@ class LazyGroup(click.Group):
             raise Fail(f"no such command {name!r}{hint} (harnesskit --help lists them)")
         return super().resolve_command(ctx, args)
 
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except OSError as error:
+            from harnesskit.session.reader import LineTooLong
+
+            if isinstance(error, LineTooLong):  # a refusal, from wherever the line was met: one line, exit 2
+                from .errors import Fail
+
+                raise Fail(f"{error.filename}: {error.strerror}") from None
+            raise
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, spec[2]) for name, spec in COMMANDS.items()]
         with formatter.section("Commands"):

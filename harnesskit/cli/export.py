@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from harnesskit.session.loader import SessionError
-from harnesskit.session.reader import Diagnostic
+from harnesskit.session.reader import Diagnostic, LineTooLong
 
 from .errors import Fail, warn
 from .output import quiet_if_closed
@@ -100,6 +100,8 @@ def export(paths: tuple[Path, ...], as_html: bool, as_md: bool, dataset: Path | 
         echo(f"wrote {output}", err=True)
     except (SessionError, EntryNotFound) as error:
         raise Fail(str(error)) from None
+    except LineTooLong as error:  # the session read, not the output written
+        raise Fail(f"{file}: {error.strerror}") from None
     except OSError as error:
         raise Fail(f"{output or 'stdout'}: {error.strerror or error}") from None
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from harnesskit.session import catalog, store
 
@@ -54,6 +56,35 @@ def utf8(value: str | None, what: str) -> str | None:
     if value is not None and not catalog.is_utf8(value):
         raise Fail(f"{what} {value!r} is not UTF-8: the index holds UTF-8 text only")
     return value
+
+
+T = TypeVar("T")
+_DAMAGED = {11, 26}  # SQLITE_CORRUPT (and its extended codes), SQLITE_NOTADB
+
+
+def damaged(error: sqlite3.Error) -> bool:
+    """Whether an error says the database file is damaged (not busy, full or read-only: those pass)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return (code is not None and code & 0xFF in _DAMAGED) or "vtable constructor failed" in str(error)
+
+
+def answered(query: Callable[[sqlite3.Connection], T]) -> T:
+    """`query` asked of the index brought up to date. A damaged page the update did not read (it reads
+    the files' rows only) shows when a query reaches it: the index is a cache, so it is rebuilt and
+    asked again, once, instead of failing every later run."""
+    conn, _ = refreshed()
+    try:
+        return query(conn)
+    except sqlite3.DatabaseError as error:
+        if not damaged(error):
+            raise
+        conn.close()
+        path = catalog.default_path(store.home_dir())
+        warn(f"{path}: damaged index ({error}); rebuilt")
+        conn, _ = refreshed(rebuild=True)
+        return query(conn)
+    finally:
+        conn.close()
 
 
 def parse_day(value: str | None, option: str, end: bool = False) -> int | None:

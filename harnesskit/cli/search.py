@@ -15,7 +15,7 @@ from harnesskit.text import visible
 
 from . import render
 from .errors import Fail, warn
-from .indexing import parse_day, refreshed, utf8
+from .indexing import answered, parse_day, utf8
 from .rows import shown
 from .screen import echo
 from .table import ROWS
@@ -91,13 +91,10 @@ def search(query: str, harness: str | None, cwd: str | None, everywhere: bool, s
                               since_ms=parse_day(since, "--since"), until_ms=parse_day(until, "--until", end=True),
                               role=roles[role.lower()] if role else None, model=utf8(model, "--model"),
                               tool=utf8(tool, "--tool"))
-    conn, _ = refreshed()
     try:
-        hits = catalog.search(conn, query, filters, limit)
+        hits = answered(lambda conn: catalog.search(conn, query, filters, limit))
     except catalog.QueryError as error:
         raise Fail(str(error)) from None
-    finally:
-        conn.close()
     if as_json:
         for hit in hits:
             echo(render.json_line({

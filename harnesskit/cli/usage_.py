@@ -12,7 +12,7 @@ from harnesskit.session.usage import REPORTS, Totals, report
 
 from . import render
 from .errors import Fail
-from .indexing import parse_day, refreshed
+from .indexing import answered, parse_day
 from .screen import echo
 
 COLUMNS = ["input", "output", "cache read", "cache write", "total tokens", "cost"]
@@ -60,11 +60,7 @@ def usage(kind: str, since: str | None, until: str | None, harness: str | None, 
     filters = catalog.Filters(harness=harness.lower() if harness else None,
                               since_ms=parse_day(since, "--since"), until_ms=parse_day(until, "--until", end=True))
     kind = kind.lower()
-    conn, _ = refreshed()
-    try:
-        groups, grand = report(catalog.usage_rows(conn, filters), kind, overrides)
-    finally:
-        conn.close()
+    groups, grand = answered(lambda conn: report(catalog.usage_rows(conn, filters), kind, overrides))
     if as_json:
         echo(render.json_line({
             "report": kind,

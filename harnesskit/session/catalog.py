@@ -36,7 +36,7 @@ from typing import TypeVar
 import orjson
 
 from .migrate import UnsupportedSession, detect, iso_to_ms
-from .reader import parse_line
+from .reader import LineTooLong, open_reporting, parse_line
 from .store import Summary, first_text, header_of, iso_ms, js_float
 
 SCHEMA_VERSION = 3  # 2: what `list` shows (activity, model, entries; ctime in files); 3: what `list --harness` does
@@ -1287,6 +1287,8 @@ def _read_file(path: str, harness: str, size: int, inode: int, old: tuple | None
                     _make_storable(found)
                 return True, found, head, found.offset - old_offset
         result = _read_whole(path, harness, data, fd, whole, found)
+    except LineTooLong:  # no session file we read: kept as such, not read again until it changes
+        return False, None, head, size
     finally:
         os.close(fd)
     if result is not None and not result.clean:
@@ -1315,7 +1317,7 @@ def _lines(data: bytes, fd: int, whole: bool, offset: int) -> Iterable[bytes]:
 
 
 def _streamed(fd: int, offset: int) -> Iterator[bytes]:
-    with open(fd, "rb", closefd=False) as fp:
+    with open_reporting(fd, None) as fp:  # a line past MAX_LINE refused as it is read
         fp.seek(offset)
         for raw in fp:
             if not raw.endswith(b"\n"):
@@ -1330,7 +1332,7 @@ def _read_whole(path: str, harness: str, data: bytes, fd: int, whole: bool, foun
         end = data.find(b"\n")
         first = data[: end + 1] if end >= 0 else data
     else:
-        with open(fd, "rb", closefd=False) as fp:
+        with open_reporting(fd, None) as fp:
             fp.seek(0)
             first = fp.readline()
     end = len(first) - 1

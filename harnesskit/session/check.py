@@ -28,7 +28,7 @@ from . import schemas
 from .format import is_header
 from .loader import SessionError, open_binary
 from .migrate import Migrator, UnsupportedSession, detect, migrate_header
-from .reader import MAX_DEPTH, Diagnostic, iter_lines, open_range, open_reporting, read_records
+from .reader import MAX_DEPTH, Diagnostic, iter_lines, open_lines, open_range, open_reporting, read_records
 from .shapes import proven_message, proven_valid
 from .split import fork_worker, reap, split_point
 
@@ -189,7 +189,7 @@ def _check_stream(fp, state: _State, workers: int = 1,  # noqa: ANN001 - a binar
             state.add(1, "$", "no readable session header", "no-header")
         return
     offset = fp.tell()
-    with open(fp.fileno(), "rb", buffering=_BUFFER, closefd=False) as big:  # fewer syscalls than 8 KiB
+    with open_reporting(fp.fileno(), None, _BUFFER) as big:  # fewer syscalls than 8 KiB
         big.seek(offset)
         if workers >= 2 and not migrator.dialect.legacy and _check_split(big, state, migrator, header_line, offset,
                                                                          on_progress):
@@ -569,7 +569,7 @@ def _call_before(line_of, parent_of, calls_of, node, call_id, line) -> bool:  # 
 def _worker(file: str, start: int, migrator: Migrator, header_line: int, conn) -> None:  # noqa: ANN001
     """The forked half: check [start, end) and answer the parent (see _check_split)."""
     state = _State(FileReport(file), pending=[], duplicates=[])
-    with open(file, "rb", buffering=_BUFFER) as fp:
+    with open_lines(file, _BUFFER) as fp:
         fp.seek(start)
         _scan(fp, state, migrator, header_line, 0, start, _typed_lane(os.fstat(fp.fileno()).st_size - start))
     base = conn.recv()

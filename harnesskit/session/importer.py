@@ -25,6 +25,7 @@ from .format import datetime_at, iso_from_ms
 from .formats import reader_for, sniff
 from .loader import Session, SessionError, load_foreign, load_session
 from .migrate import iso_to_ms
+from .reader import open_lines
 from .writer import create_synced, encode
 
 NO_RESULT = "[no result recorded: the source transcript ends before this tool returned]"
@@ -75,7 +76,7 @@ def subagent_files(path: Path, session_id: str) -> list[Path]:
 
 def _first_session_id(path: Path) -> str | None:
     try:
-        with path.open("rb") as fp:
+        with open_lines(path) as fp:
             for _, raw in zip(range(50), fp, strict=False):
                 try:
                     obj = orjson.loads(raw)

@@ -42,7 +42,17 @@ from .format import is_header
 from .formats import sniff
 from .loader import Session, SessionError, accept_header, load_session, no_header, open_binary
 from .migrate import Dialect
-from .reader import Diagnostic, Record, classify, iter_lines, open_range, open_reporting, parse_line, read_records
+from .reader import (
+    Diagnostic,
+    Record,
+    classify,
+    iter_lines,
+    open_lines,
+    open_range,
+    open_reporting,
+    parse_line,
+    read_records,
+)
 from .split import fork_worker, reap, split_point
 from .tree import Tree, build_context
 
@@ -467,7 +477,7 @@ def _index_worker(p: Path, cut: int, header_line: int, conn) -> None:  # noqa: A
 
 
 def _index_second_half(p: Path, cut: int, header_line: int, conn) -> None:  # noqa: ANN001
-    with open(p, "rb", buffering=_BUFFER) as fp:
+    with open_lines(p, _BUFFER) as fp:
         fp.seek(cut)
         part = _index_lines(fp, 0, cut, header_line)
     columns = _joined(part)

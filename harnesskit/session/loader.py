@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .format import is_header
 from .migrate import Dialect, Migrator, UnsupportedSession, detect, migrate_header
-from .reader import Diagnostic, Record, iter_lines, read_records, reporting
+from .reader import Diagnostic, Record, iter_lines, open_lines, read_records, reporting
 from .tree import Tree
 
 
@@ -57,7 +57,7 @@ def open_binary(path: str | os.PathLike[str]):  # noqa: ANN201 - a BufferedReade
     try:
         if p.is_dir():
             raise SessionError(f"{p}: is a directory, not a session file")
-        return p.open("rb")
+        return open_lines(p)  # a line past MAX_LINE refused as it is read
     except FileNotFoundError:
         raise SessionError(f"{p}: no such file") from None
     except PermissionError:

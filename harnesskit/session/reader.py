@@ -6,7 +6,7 @@ a time and never the whole file.
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import gc
 import io
 import itertools
@@ -70,12 +70,40 @@ def iter_lines(fp: BinaryIO) -> Iterator[tuple[int, int, bytes, bool]]:
 
 _PREADV = hasattr(os, "preadv")
 
+#: the longest line read. A file with a longer one is refused (LineTooLong): a line is held whole,
+#: twice while it is cut, so a file with no newline (3 GB of zeros) took 6.4 GB. pi holds a whole
+#: file in one string, which V8 caps at 512 MiB; a real line (a tool result, an image) is far shorter.
+MAX_LINE = 256 << 20
+_NEWLINE = re.compile(b"\n")
+
+
+class LineTooLong(OSError):
+    """A line longer than MAX_LINE: no session file harnesskit reads."""
+
+    def __init__(self, name: object, start: int) -> None:
+        super().__init__(errno.EFBIG, f"a line from about byte {max(start, 0):,} runs past "
+                                      f"{MAX_LINE >> 20} MiB without a newline: no session file harnesskit reads",
+                         name)
+
+
+def _since_newline(since: int, view: memoryview, n: int, position: int, name: Callable[[], object]) -> int:
+    """Bytes since the last newline after `n` more were read into `view` (at most the chunk over: the
+    first newline of a chunk is searched for, a pattern search on the buffer itself, no copy); raises
+    LineTooLong past MAX_LINE. `position` is where the chunk ends in the file."""
+    found = _NEWLINE.search(view, 0, n)
+    since = n - found.start() - 1 if found is not None else since + n
+    if since > MAX_LINE:
+        raise LineTooLong(name(), position - since)
+    return since
+
 
 class _Range(io.RawIOBase):
-    """Bytes [start, stop) of a file descriptor, read with pread (the descriptor's offset is untouched)."""
+    """Bytes [start, stop) of a file descriptor, read with pread (the descriptor's offset is untouched);
+    a line longer than MAX_LINE is refused as it is read."""
 
     def __init__(self, fd: int, start: int, stop: int, report: Callable[[int], None] | None = None) -> None:
         self._fd, self._pos, self._stop, self._report = fd, start, stop, report
+        self._since = 0
 
     def readable(self) -> bool:
         return True
@@ -91,9 +119,22 @@ class _Range(io.RawIOBase):
             got = len(data)
             buffer[:got] = data
         self._pos += got
+        self._since = _since_newline(self._since, buffer, got, self._pos, self._name)
         if self._report is not None:
             self._report(self._pos)
         return got
+
+
+    def _name(self) -> object:
+        return _name_of(self._fd)
+
+
+def _name_of(fd: int) -> object:
+    """What an error names for a descriptor: its path where the system tells (Linux), else its number."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return f"file descriptor {fd}"
 
 
 def open_range(fd: int, start: int, stop: int, buffer_size: int = 1 << 17,
@@ -104,11 +145,17 @@ def open_range(fd: int, start: int, stop: int, buffer_size: int = 1 << 17,
     return io.BufferedReader(_Range(fd, start, stop, report), buffer_size)
 
 
-class _Reporting(io.RawIOBase):
-    """A raw file that tells `report` its position after each read (and seeks like the file)."""
+class _Guarded(io.RawIOBase):
+    """A raw file that refuses a line longer than MAX_LINE as it reads, and tells `report` (when given)
+    its position after each read; it seeks like the file."""
 
-    def __init__(self, raw: io.RawIOBase, report: Callable[[int], None]) -> None:
+    def __init__(self, raw: io.RawIOBase, report: Callable[[int], None] | None) -> None:
         self._raw, self._report = raw, report
+        self._since = 0
+        try:
+            self._pos = raw.tell()
+        except OSError:  # a pipe: positions count from where it was opened
+            self._pos = 0
 
     def readable(self) -> bool:
         return True
@@ -117,7 +164,9 @@ class _Reporting(io.RawIOBase):
         return self._raw.seekable()
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        return self._raw.seek(offset, whence)
+        self._pos = self._raw.seek(offset, whence)
+        self._since = 0
+        return self._pos
 
     def tell(self) -> int:
         return self._raw.tell()
@@ -129,27 +178,39 @@ class _Reporting(io.RawIOBase):
         self._raw.close()
         super().close()
 
+    def _name(self) -> object:
+        name = getattr(self._raw, "name", None)
+        return name if isinstance(name, str) else _name_of(self._raw.fileno())
+
     def readinto(self, buffer) -> int | None:  # noqa: ANN001 - a writable buffer
         n = self._raw.readinto(buffer)
         if n:
-            with contextlib.suppress(OSError):
-                self._report(self._raw.tell())
+            self._pos += n
+            self._since = _since_newline(self._since, buffer, n, self._pos, self._name)
+            if self._report is not None:
+                self._report(self._pos)
         return n
 
 
 def open_reporting(fd: int, report: Callable[[int], None] | None, buffer_size: int = 1 << 17) -> io.BufferedReader:
-    """The open file `fd` (not closed with the result) as a buffered binary file; `report`, when given,
-    hears the position after each buffer read."""
+    """The open file `fd` (not closed with the result) as a buffered binary file that refuses a line
+    longer than MAX_LINE; `report`, when given, hears the position after each buffer read."""
     raw = open(fd, "rb", buffering=0, closefd=False)  # noqa: SIM115 - returned, closed by the caller
-    return io.BufferedReader(raw if report is None else _Reporting(raw, report), buffer_size)
+    return io.BufferedReader(_Guarded(raw, report), buffer_size)
+
+
+def open_lines(path: str | os.PathLike[str], buffer_size: int = 1 << 17) -> io.BufferedReader:
+    """A session file opened to read its lines: buffered, a line longer than MAX_LINE refused."""
+    raw = open(path, "rb", buffering=0)  # noqa: SIM115 - returned, closed by the caller
+    return io.BufferedReader(_Guarded(raw, None), buffer_size)
 
 
 def reporting(fp: BinaryIO, report: Callable[[int], None] | None, buffer_size: int = 1 << 17) -> BinaryIO:
-    """`fp` read on from where it stands, `report` hearing the position after each buffer read (a
-    progress bar); `fp` itself when there is no `report` or it is no regular file (a FIFO has no
-    total). Use the result, not `fp`, from then on: it reads the same descriptor."""
-    if report is None or not stat.S_ISREG(os.fstat(fp.fileno()).st_mode):
-        return fp
+    """`fp` read on from where it stands, a line longer than MAX_LINE refused, `report` hearing the
+    position after each buffer read (a progress bar; not for a FIFO, which has no total). Use the
+    result, not `fp`, from then on: it reads the same descriptor."""
+    if not stat.S_ISREG(os.fstat(fp.fileno()).st_mode):  # a pipe: what `fp` holds read ahead comes first
+        return io.BufferedReader(_Guarded(fp, None), buffer_size)  # type: ignore[arg-type]
     wrapped = open_reporting(fp.fileno(), report, buffer_size)
     wrapped.seek(fp.tell())
     return wrapped

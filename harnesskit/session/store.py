@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from .format import home_dir, is_header, session_name
-from .reader import parse_line, read_int
+from .reader import LineTooLong, open_lines, parse_line, read_int
 
 if TYPE_CHECKING:
     from .snapshot import Scan
@@ -78,9 +78,9 @@ def _not_json(name: str) -> object:
 def read_header(path: Path) -> dict | None:
     """The header of a session file, reading only its first line (whatever its length), or None."""
     try:
-        with path.open("rb") as fp:
+        with open_lines(path) as fp:
             first = fp.readline()
-    except OSError:
+    except OSError:  # a first line past MAX_LINE too: no header
         return None
     return header_of(first)
 
@@ -233,14 +233,17 @@ def summarize(path: Path) -> Summary | None:
     and the time of the last user/assistant message. Only lines that can hold such an entry are parsed."""
     try:
         stat = path.stat()
-        fp = path.open("rb")
+        fp = open_lines(path)
     except OSError:
         return None
     with fp:
-        header = header_of(fp.readline())
-        if header is None:
+        try:
+            header = header_of(fp.readline())
+            if header is None:
+                return None
+            return summary_of(path, header, stat.st_mtime, fp)
+        except LineTooLong:  # no session file: the reader says so where one is read
             return None
-        return summary_of(path, header, stat.st_mtime, fp)
 
 
 def summary_of(path: Path, header: dict, mtime: float, lines: Iterable[bytes]) -> Summary:

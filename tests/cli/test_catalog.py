@@ -1062,3 +1062,30 @@ def test_tool_filter_matches_a_name_exactly(env: Env) -> None:
         assert ids("twotools", pattern) == set(), pattern
     assert len(ids("6", "calc")) == len(made) * 2  # each turn's call (6*7)
     assert ids("6", "%") == ids("6", "cal_") == set()
+
+
+@pytest.mark.parametrize("table", ["sessions", "messages_fts_data", "usage"])
+def test_a_damaged_page_that_only_a_query_reaches_is_rebuilt_not_failed_on_for_ever(env: Env, table: str) -> None:
+    """An update reads the files' rows only, so it took such an index as sound ("unchanged"), and every
+    search and usage after failed with 'database disk image is malformed'."""
+    made = corpus(env.sessions, 200)
+    assert invoke("index").exit_code == 0
+    db = catalog.default_path(env.home)
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        root, page_size = conn.execute(f"SELECT rootpage, (SELECT page_size FROM pragma_page_size) FROM sqlite_master"
+                                       f" WHERE name = '{table}'").fetchone()
+    conn.close()
+    with db.open("r+b") as fp:  # the table's root page, zeroed
+        fp.seek((root - 1) * page_size)
+        fp.write(b"\0" * page_size)
+    search = invoke("search", "zz00007marker", "--all", "--json")
+    assert search.exit_code == 0, search.output
+    assert {json.loads(line)["path"] for line in search.stdout.splitlines()} == {str(made[7].path)}
+    usage = invoke("usage", "--json")
+    assert usage.exit_code == 0, usage.output
+    warned = search.stderr + usage.stderr  # by the first to reach the page; rebuilt once, sound since
+    assert warned.count("damaged index") == 1 and "rebuilt" in warned
+    assert ("damaged" in search.stderr) == (table != "usage")
+    assert json.loads(usage.stdout)["totals"]["messages"] == sum(
+        1 for m in made for line in m.lines if line.get("message", {}).get("role") == "assistant")

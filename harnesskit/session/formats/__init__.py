@@ -7,10 +7,13 @@ checks stay one code path. `sniff` tells the formats apart from the first lines.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 import orjson
+
+from ..reader import open_lines
 
 FORMATS = ("pi", "claude", "codex")
 #: the dialect name each foreign format is shown as
@@ -25,10 +28,10 @@ _SNIFF_BYTES = 8 << 20
 def sniff(path: str | os.PathLike[str]) -> str:
     """"pi", "claude" or "codex", from the first objects of the file (pi when nothing tells)."""
     try:
-        fp = open(path, "rb")  # noqa: SIM115 - closed below; errors are the loader's to report
+        fp = open_lines(path)
     except OSError:
         return "pi"
-    with fp:
+    with fp, contextlib.suppress(OSError):  # a line past MAX_LINE: the reader says so
         read = 0
         for number, raw in enumerate(fp):
             read += len(raw)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..format import zero_usage
 from ..migrate import iso_to_ms
-from ..reader import Diagnostic, Record
+from ..reader import Diagnostic, Record, open_lines
 
 KNOWN_TYPES = frozenset({
     "user", "assistant", "system", "summary", "progress", "file-history-snapshot", "queue-operation",
@@ -442,7 +442,7 @@ def find_elsewhere(path: Path, uuids: set[str]) -> dict[str, Path]:
         if not wanted:
             break
         try:
-            with other.open("rb") as fp:
+            with open_lines(other) as fp:
                 for raw in fp:
                     for match in _UUID.finditer(raw):
                         uuid = match.group(1).decode("utf-8", "replace")

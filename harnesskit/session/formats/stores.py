@@ -17,6 +17,8 @@ from pathlib import Path
 
 import orjson
 
+from ..reader import open_lines
+
 _SCAN_LINES = 400  # how far into a file the first prompt is looked for
 
 
@@ -181,7 +183,7 @@ def summarize(path: Path, harness: str) -> Found | None:
     """The line `list --harness` shows of one file; None when it is no session of that harness."""
     try:
         modified = path.stat().st_mtime
-        fp = path.open("rb")
+        fp = open_lines(path)
     except OSError:
         return None
     session_id: str | None = None
