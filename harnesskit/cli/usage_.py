@@ -21,7 +21,8 @@ COLUMNS = ["input", "output", "cache read", "cache write", "total tokens", "cost
 def _cost(totals: Totals) -> str:
     if totals.unpriced == totals.messages and totals.messages:
         return "unpriced"
-    text = f"${totals.cost:,.2f}" if math.isfinite(totals.cost) else "out of range"  # costs of 1e400, -1e400
+    # an infinite cost (a file's 1e400) shows as JavaScript reads it; 1e400 and -1e400 sum to no number
+    text = "not a number" if math.isnan(totals.cost) else f"${totals.cost:,.2f}"
     return f"{text} + {totals.unpriced} unpriced" if totals.unpriced else text
 
 
