@@ -70,6 +70,12 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
+        except click.UsageError as error:  # one line, as every error (Click's own takes four)
+            from .errors import Fail
+
+            path = ["harnesskit", *error.ctx.command_path.split()[1:]] if error.ctx is not None else []
+            where = f" (see: {' '.join(path)} --help)" if path else ""
+            raise Fail(f"{error.format_message()}{where}", error.exit_code) from None
         except OSError as error:
             from harnesskit.session.reader import LineTooLong
 

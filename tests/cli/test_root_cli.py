@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import assert_one_line_error
 
 
@@ -31,3 +32,21 @@ def test_bash_completion_script_and_completions() -> None:
     env = {**os.environ, "_HARNESSKIT_COMPLETE": "bash_complete", "COMP_WORDS": "harnesskit va", "COMP_CWORD": "1"}
     done = subprocess.run([sys.executable, "-m", "harnesskit"], env=env, capture_output=True, text=True, timeout=60)
     assert "plain,validate" in done.stdout.splitlines()
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["search"], "Missing argument 'QUERY'. (see: harnesskit search --help)"),
+    (["inspect", "--bogus", "x.jsonl"], "No such option '--bogus'. (see: harnesskit inspect --help)"),
+    (["usage", "yearly"], "'yearly' is not one of 'daily'"),
+    (["inspect", "--width", "0", "x.jsonl"], "0 is not in the range 1<=x<=10000"),
+    (["list", "-n", "x"], "'x' is not a valid integer"),
+])
+def test_a_usage_error_is_one_line_naming_the_help(run, args: list[str], said: str) -> None:  # noqa: ANN001
+    """Click's own form takes four lines (usage, a hint, a blank line, the error)."""
+    assert said in assert_one_line_error(run(*args), 2)
+
+
+def test_a_usage_error_is_one_line_in_a_real_process() -> None:
+    result = subprocess.run([sys.executable, "-m", "harnesskit", "search"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == "harnesskit: error: Missing argument 'QUERY'. (see: harnesskit search --help)\n"
