@@ -151,6 +151,10 @@ class _Guarded(io.RawIOBase):
 
     def __init__(self, raw: io.RawIOBase, report: Callable[[int], None] | None) -> None:
         self._raw, self._report = raw, report
+        # a buffered file (a pipe's, its header read): what it holds first, and no read past what has
+        # come (its readinto, and readinto1 with a buffer larger than its own, wait for more: inspect
+        # following a FIFO would hold back the lines already written)
+        self._read = self._read1 if hasattr(raw, "read1") else raw.readinto
         self._since = 0
         try:
             self._pos = raw.tell()
@@ -178,12 +182,17 @@ class _Guarded(io.RawIOBase):
         self._raw.close()
         super().close()
 
+    def _read1(self, buffer) -> int:  # noqa: ANN001 - a writable buffer
+        data = self._raw.read1(len(buffer))  # type: ignore[attr-defined]
+        buffer[:len(data)] = data
+        return len(data)
+
     def _name(self) -> object:
         name = getattr(self._raw, "name", None)
         return name if isinstance(name, str) else _name_of(self._raw.fileno())
 
     def readinto(self, buffer) -> int | None:  # noqa: ANN001 - a writable buffer
-        n = self._raw.readinto(buffer)
+        n = self._read(buffer)
         if n:
             self._pos += n
             self._since = _since_newline(self._since, buffer, n, self._pos, self._name)
@@ -199,10 +208,17 @@ def open_reporting(fd: int, report: Callable[[int], None] | None, buffer_size: i
     return io.BufferedReader(_Guarded(raw, report), buffer_size)
 
 
-def open_lines(path: str | os.PathLike[str], buffer_size: int = 1 << 17) -> io.BufferedReader:
-    """A session file opened to read its lines: buffered, a line longer than MAX_LINE refused."""
+def open_lines(path: str | os.PathLike[str], buffer_size: int | None = None) -> io.BufferedReader:
+    """A session file opened to read its lines: buffered, a line longer than MAX_LINE refused. The
+    buffer is `open`'s (the file system's block, 4 KiB here) unless told: most opens read a header or
+    a few lines (`list` reads one of every file), and the whole-file readers take a larger one."""
     raw = open(path, "rb", buffering=0)  # noqa: SIM115 - returned, closed by the caller
-    return io.BufferedReader(_Guarded(raw, None), buffer_size)
+    if buffer_size is None:
+        try:
+            buffer_size = os.fstat(raw.fileno()).st_blksize or io.DEFAULT_BUFFER_SIZE
+        except OSError:
+            buffer_size = io.DEFAULT_BUFFER_SIZE
+    return io.BufferedReader(_Guarded(raw, None), max(buffer_size, 1))
 
 
 def reporting(fp: BinaryIO, report: Callable[[int], None] | None, buffer_size: int = 1 << 17) -> BinaryIO:
