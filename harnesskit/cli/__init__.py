@@ -67,15 +67,18 @@ class LazyGroup(click.Group):
             raise Fail(f"no such command {name!r}{hint} (harnesskit --help lists them)")
         return super().resolve_command(ctx, args)
 
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: object) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)  # type: ignore[arg-type]
+        except click.UsageError as error:  # `harnesskit --bogus`: the root's own options
+            raise _one_line(error) from None
+
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
-        except click.UsageError as error:  # one line, as every error (Click's own takes four)
-            from .errors import Fail
-
-            path = ["harnesskit", *error.ctx.command_path.split()[1:]] if error.ctx is not None else []
-            where = f" (see: {' '.join(path)} --help)" if path else ""
-            raise Fail(f"{error.format_message()}{where}", error.exit_code) from None
+        except click.UsageError as error:
+            raise _one_line(error) from None
         except OSError as error:
             from harnesskit.session.reader import LineTooLong
 
@@ -89,6 +92,14 @@ class LazyGroup(click.Group):
         rows = [(name, spec[2]) for name, spec in COMMANDS.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
+
+
+def _one_line(error: click.UsageError) -> click.ClickException:
+    """A usage error in one line, as every error (Click's own form takes four), naming the help."""
+    from .errors import Fail
+
+    path = ["harnesskit", *error.ctx.command_path.split()[1:]] if error.ctx is not None else ["harnesskit"]
+    return Fail(f"{error.format_message()} (see: {' '.join(path)} --help)", error.exit_code)
 
 
 @click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})

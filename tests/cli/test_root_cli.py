@@ -40,6 +40,8 @@ def test_bash_completion_script_and_completions() -> None:
     (["usage", "yearly"], "'yearly' is not one of 'daily'"),
     (["inspect", "--width", "0", "x.jsonl"], "0 is not in the range 1<=x<=10000"),
     (["list", "-n", "x"], "'x' is not a valid integer"),
+    (["--bogus"], "No such option '--bogus'. (see: harnesskit --help)"),
+    (["config", "get"], "Missing argument 'KEY'. (see: harnesskit config get --help)"),
 ])
 def test_a_usage_error_is_one_line_naming_the_help(run, args: list[str], said: str) -> None:  # noqa: ANN001
     """Click's own form takes four lines (usage, a hint, a blank line, the error)."""
