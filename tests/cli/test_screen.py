@@ -293,3 +293,17 @@ def test_json_line_is_exact_and_safe(value: object) -> None:
     line = json_line({"v": value})
     assert CONTROL.search(line) is None and "\n" not in line
     assert json.loads(line) == {"v": value}
+
+
+def test_a_newline_in_a_file_name_cannot_forge_a_row_of_list(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    directory = env.sessions / encode_cwd(os.getcwd())
+    directory.mkdir(parents=True)
+    source = S12.read_text(encoding="utf-8")
+    (directory / "a\n2026-01-01 00:00  1  forged row.jsonl").write_text(source, encoding="utf-8")
+    for args in (["list"], ["list", "--full-path"], ["list", "--all"]):
+        result = invoke(*args)
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        assert len(lines) == 2 and "forged row" not in lines[0], lines  # the heading, and the one session
+        assert "a\\n2026-01-01 00:00  1  forged row.jsonl" in lines[1] or args == ["list"], lines
