@@ -66,11 +66,12 @@ def visible(text: str) -> str:
     return text if text.isprintable() else _UNSAFE.sub(_spelled, text)  # a C loop first: most text is
 
 
-def shown_name(name: object) -> str:
-    """A file name in a line of output: `visible`, with a newline spelled ``\\n`` as an error line
-    spells one. A name may hold any character but / and NUL; raw, a newline in it would split a
-    `file:line:` record in two."""
-    return visible(str(name)).replace("\n", "\\n")
+def spelled(text: object) -> str:
+    """`text` (a file name, or text from a file) on one line of output: `visible`, with newline and
+    tab spelled ``\\n`` and ``\\t`` as an error line spells them. A name may hold any character but /
+    and NUL: raw, a newline in it would split a `file:line:` record, or forge a row of its own."""
+    text = str(text)
+    return text if text.isprintable() else visible(text).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def escape_json(dumped: str) -> str:

@@ -29,14 +29,14 @@ from harnesskit.session.reader import MAX_DEPTH, Diagnostic
 from harnesskit.session.stats import session_stats
 from harnesskit.session.stream import Stream, TreeWatch, open_stream, tree_diagnostics
 from harnesskit.session.tree import build_context
-from harnesskit.text import escape_json, raw_in_json
+from harnesskit.text import escape_json, raw_in_json, spelled
 
 from . import render, table
 from .errors import Fail
 from .output import Checked, emit, shared_output
 from .progress import file_size, progress
 from .refs import open_for_reading, resolve_leaf, session_path, warn_diagnostic
-from .rows import COLUMNS, RIGHT, describe, entry_row, fit_line, header_line, label_of, shown
+from .rows import COLUMNS, RIGHT, describe, entry_row, fit_line, header_line, label_of
 
 JSON_SUMMARY = 240  # characters of `summary` in --json rows (the whole entry is in `entry`)
 _FAST_MIN_BYTES = 4 << 20  # --json's msgspec lane (typed_rows) for this many bytes of lines or more (tests: 0)
@@ -294,7 +294,7 @@ def table_body(layout: table.Layout, items: Iterable[tuple[int, dict, bytes] | D
         if (template is not None and line < numbers and head.isascii() and head.isprintable() and len(c1) <= w1
                 and len(c2) <= w2 and len(c3) <= w3):  # Layout.line of entry_row's cells, without the layers
             text = summary(entry, room)
-            last, used = fit(text if text.isprintable() else shown(text), w4)
+            last, used = fit(text if text.isprintable() else spelled(text), w4)
             start = template.format(line, c1, c2, c3)
             out.append(start + last + " " * (w4 - used) + " |" if boxed else start + last)
         else:
@@ -524,7 +524,7 @@ def context_lines(session: Session, leaf: object, fmt: str, cols: int | None, as
     yield fit_line(f"context from leaf {context.leaf_id}: {len(context.messages)} messages, "
                f"model {model.get('provider')}/{model.get('modelId')}, thinking {context.thinking_level}", cols)
     room = 1000 if cols is None else cols
-    rows = [[str(i + 1), shown(str(m.get("role"))), shown(render.message_summary(m, room))]
+    rows = [[str(i + 1), spelled(str(m.get("role"))), spelled(render.message_summary(m, room))]
             for i, m in enumerate(context.messages)]
     yield from table.render(table.fitted(fmt, ["#", "role", "content"], rows, [False, False, False], 2, cols), rows)
 
@@ -550,5 +550,5 @@ def _stats_table(stats: dict, head: str, fmt: str, cols: int | None, as_json: bo
     for title, key in (("type", "types"), ("role", "roles"), ("tool", "tool_calls"), ("tokens", "tokens")):
         if stats[key]:
             yield ""
-            rows = [[shown(str(k)), str(v)] for k, v in stats[key].items()]
+            rows = [[spelled(str(k)), str(v)] for k, v in stats[key].items()]
             yield from table.render(table.fitted(fmt, [title, "count"], rows, [False, True], 0, cols), rows)

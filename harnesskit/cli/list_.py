@@ -129,6 +129,8 @@ def _write(out: bytes) -> None:
 def _shown(rows: list[tuple], width: int, as_json: bool, full_path: bool) -> str | None:
     """The rows (Summary's fields, in order) as JSON Lines or as the table, as printed; None when
     there are none for the table."""
+    from harnesskit.text import spelled
+
     from . import render
 
     if as_json:
@@ -144,15 +146,8 @@ def _shown(rows: list[tuple], width: int, as_json: bool, full_path: bool) -> str
     if not full_path:
         files = [f[len(root):] if f.startswith(root) else f for f in files]
     columns = [[_when(m, when) for m in modified], _cleaned(names), list(map(str, messages)), _cleaned(models),
-               _cleaned(first_users), files if "".join(files).isprintable() else list(map(_one_path, files))]
+               _cleaned(first_users), files if "".join(files).isprintable() else list(map(spelled, files))]
     return table(columns, width, cut_path=not full_path) + "\n"
-
-
-def _one_path(path: str) -> str:
-    """A path on its one row: a newline or tab in a file's name spelled out, not a row of its own."""
-    from harnesskit.text import visible
-
-    return visible(path).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def _cleaned(texts: list[str | None]) -> list[str]:

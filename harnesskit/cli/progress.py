@@ -18,7 +18,7 @@ from typing import TextIO
 
 import click
 
-from harnesskit.text import shown_name
+from harnesskit.text import spelled
 
 from .table import terminal_width
 
@@ -27,7 +27,7 @@ _EVERY = 0.1  # seconds between redraws
 
 class Bar:
     def __init__(self, total: int, label: str, stream: TextIO, after: float) -> None:
-        self.total, self.label, self.stream = max(total, 1), shown_name(label), stream
+        self.total, self.label, self.stream = max(total, 1), spelled(label), stream
         self.start = time.monotonic()
         self.after, self.drawn_at = after, 0.0
         self.shown = False

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harnesskit.session.check import FileReport, Problem
-from harnesskit.text import shown_name
+from harnesskit.text import spelled
 
 from . import render
 
@@ -60,11 +60,11 @@ def summary_line(outcome: Outcome) -> str:
 def _file_line(report: FileReport) -> str:
     errors, warnings = report.count("error"), report.count("warning")
     state = "ok" if not errors and not warnings else f"{_plural(errors, 'error')}, {_plural(warnings, 'warning')}"
-    return f"{shown_name(report.file)}: {state} ({report.dialect or 'unread'}, {report.entries} entries)"
+    return f"{spelled(report.file)}: {state} ({report.dialect or 'unread'}, {report.entries} entries)"
 
 
 def problem_text(problem: Problem) -> str:
-    return f"{shown_name(problem.file)}:{problem.line}: {problem.severity}: {problem.path}: {problem.message}"
+    return f"{spelled(problem.file)}:{problem.line}: {problem.severity}: {problem.path}: {problem.message}"
 
 
 def _capped(problems: list[Problem], cap: int | None) -> tuple[list[Problem], int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from harnesskit.session.loader import Session
 from harnesskit.session.migrate import Dialect
 from harnesskit.session.tree import Tree
-from harnesskit.text import visible
+from harnesskit.text import spelled
 
 from . import render, table
 
@@ -29,21 +29,16 @@ def header_line(session: Session) -> str:
     return describe(session.dialect, session.header, len(session.entries), session.tree.name())
 
 
-def shown(text: str) -> str:
-    """Text from the file as one safe line: control characters (newline and tab too) spelled out."""
-    return text if text.isprintable() else visible(text).replace("\n", "\\n").replace("\t", "\\t")
-
-
 def fit_line(text: str, cols: int | None) -> str:
-    text = shown(text)
+    text = spelled(text)
     return text if cols is None else table.fit(text, cols)
 
 
 def entry_row(line: int, entry: dict, room: int, label: str = "") -> list[str]:
     entry_id, parent = entry.get("id"), entry.get("parentId")
-    return [str(line), shown((entry_id if type(entry_id) is str else "-") + label),
-            shown(parent) if type(parent) is str else "-", shown(render.entry_kind(entry)),
-            shown(render.entry_summary(entry, room))]  # escapes first: they take columns too
+    return [str(line), spelled((entry_id if type(entry_id) is str else "-") + label),
+            spelled(parent) if type(parent) is str else "-", spelled(render.entry_kind(entry)),
+            spelled(render.entry_summary(entry, room))]  # escapes first: they take columns too
 
 
 def label_of(tree: Tree, pos: int, labels: dict[str, str]) -> str:

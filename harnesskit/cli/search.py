@@ -11,12 +11,11 @@ import click
 
 from harnesskit.session import catalog
 from harnesskit.session.format import shown_time
-from harnesskit.text import visible
+from harnesskit.text import spelled, visible
 
 from . import render
 from .errors import Fail, warn
 from .indexing import answered, parse_day, utf8
-from .rows import shown
 from .screen import echo
 from .table import ROWS
 
@@ -111,7 +110,7 @@ def search(query: str, harness: str | None, cwd: str | None, everywhere: bool, s
     for number, hit in enumerate(hits, 1):
         when = shown_time(hit.time_ms, UTC, ms=True)
         # each on one line: a newline in a file's role, id, cwd or path must not forge a line of its own
-        echo(shown(f"{number}. {when}  {hit.role}  {(hit.session_id or '?')[:13]}  {hit.cwd or ''}"))
+        echo(spelled(f"{number}. {when}  {hit.role}  {(hit.session_id or '?')[:13]}  {hit.cwd or ''}"))
         click.echo(f"   {_marked(hit.snippet, bold)}")  # made visible piece by piece: only our marks are raw
         for command in opens(hit):
-            echo(f"   {shown(command)}")
+            echo(f"   {spelled(command)}")
