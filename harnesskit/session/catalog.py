@@ -843,7 +843,7 @@ def harness_listed(conn: sqlite3.Connection, harness: str, where: str, paths: li
     the files it holds under `where` that `in_scope` says the listing would have found, and did not,
     are dropped (deleted since). None when a name is no UTF-8 (the index cannot hold it), or a text
     shown holds U+FFFD (maybe a lone surrogate the index could not store)."""
-    if any(not p.isascii() and _SURROGATE.search(p) for p in paths):
+    if not all(map(is_utf8, paths)):
         return None
     prefix = os.path.join(where, "")
     bounds = (prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1), harness)

@@ -124,7 +124,6 @@ class _Range(io.RawIOBase):
             self._report(self._pos)
         return got
 
-
     def _name(self) -> object:
         return _name_of(self._fd)
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from .format import home_dir, is_header, session_name
-from .reader import LineTooLong, open_lines, parse_line, read_int
+from .reader import LineTooLong, open_lines, parse_line, stdlib_loads
 
 if TYPE_CHECKING:
     from .snapshot import Scan
@@ -63,16 +63,10 @@ def loads(raw: bytes) -> object:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as error:
-        import json
-
         try:
-            return json.loads(raw, parse_constant=_not_json, parse_int=read_int)
+            return stdlib_loads(raw)
         except (ValueError, RecursionError):
             raise error from None
-
-
-def _not_json(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
 
 
 def read_header(path: Path) -> dict | None:
