@@ -71,9 +71,10 @@ def iter_lines(fp: BinaryIO) -> Iterator[tuple[int, int, bytes, bool]]:
 _PREADV = hasattr(os, "preadv")
 
 #: the longest line read. A file with a longer one is refused (LineTooLong): a line is held whole,
-#: twice while it is cut, so a file with no newline (3 GB of zeros) took 6.4 GB. pi holds a whole
-#: file in one string, which V8 caps at 512 MiB; a real line (a tool result, an image) is far shorter.
-MAX_LINE = 256 << 20
+#: twice while it is cut, so a file with no newline (3 GB of zeros) took 6.4 GB. The limit is pi's
+#: own: it reads a whole file into one string, which V8 caps at 512 MiB, so no longer line is a
+#: session pi reads (a real one, a tool result or an image, is far shorter).
+MAX_LINE = 512 << 20
 _NEWLINE = re.compile(b"\n")
 
 
