@@ -213,11 +213,8 @@ def open_lines(path: str | os.PathLike[str], buffer_size: int | None = None) -> 
     buffer is `open`'s (the file system's block, 4 KiB here) unless told: most opens read a header or
     a few lines (`list` reads one of every file), and the whole-file readers take a larger one."""
     raw = open(path, "rb", buffering=0)  # noqa: SIM115 - returned, closed by the caller
-    if buffer_size is None:
-        try:
-            buffer_size = os.fstat(raw.fileno()).st_blksize or io.DEFAULT_BUFFER_SIZE
-        except OSError:
-            buffer_size = io.DEFAULT_BUFFER_SIZE
+    if buffer_size is None:  # the block size open() takes, from the stat FileIO made (no second one)
+        buffer_size = getattr(raw, "_blksize", 0) or io.DEFAULT_BUFFER_SIZE
     return io.BufferedReader(_Guarded(raw, None), max(buffer_size, 1))
 
 
