@@ -66,11 +66,10 @@ def visible(text: str) -> str:
     return text if text.isprintable() else _UNSAFE.sub(_spelled, text)  # a C loop first: most text is
 
 
-def spelled(text: object) -> str:
+def spelled(text: str) -> str:
     """`text` (a file name, or text from a file) on one line of output: `visible`, with newline and
     tab spelled ``\\n`` and ``\\t`` as an error line spells them. A name may hold any character but /
     and NUL: raw, a newline in it would split a `file:line:` record, or forge a row of its own."""
-    text = str(text)
     return text if text.isprintable() else visible(text).replace("\n", "\\n").replace("\t", "\\t")
 
 

@@ -46,11 +46,11 @@ def migrate(files: tuple[Path, ...], check: bool, quiet: bool) -> None:
                     result, _ = plan(path, report)
                 if result.needed:
                     pending += 1
-                    echo(f"would migrate {spelled(path)} ({result.source} → pi v3, {result.entries} entries)")
+                    echo(f"would migrate {spelled(str(path))} ({result.source} → pi v3, {result.entries} entries)")
                     if not result.replied:
                         warn(NO_REPLY.format(path=path))
                 else:
-                    echo(f"{spelled(path)}: already pi v3")
+                    echo(f"{spelled(str(path))}: already pi v3")
                 continue
             with progress(file_size(path), str(path), quiet) as report:
                 result = migrate_file(path, report)
@@ -68,12 +68,12 @@ def migrate(files: tuple[Path, ...], check: bool, quiet: bool) -> None:
             report_error(f"{path}: {error.strerror or error}")
             continue
         if result.needed:
-            echo(f"migrated {spelled(path)} ({result.source} → pi v3, {result.entries} entries; original kept as "
+            echo(f"migrated {spelled(str(path))} ({result.source} → pi v3, {result.entries} entries; original kept as "
                  f"{spelled(path.name)}.bak)")
             if not result.replied:
                 warn(NO_REPLY.format(path=path))
         else:
-            echo(f"{spelled(path)}: already pi v3, unchanged")
+            echo(f"{spelled(str(path))}: already pi v3, unchanged")
     if refused:
         raise SystemExit(USAGE)
     if check and pending:
